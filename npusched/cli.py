@@ -1,0 +1,204 @@
+"""The ``npusched`` command: convert, solve, compare."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from npusched.io.errors import InputError
+
+
+def _positive_int(text: str) -> int:
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [_positive_int(t) for t in text.split(",") if t]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from npusched.io import read_stg, write_instance
+
+    inst = read_stg(args.file, args.cores)
+    write_instance(inst, args.output)
+    print(
+        f"wrote {args.output}: {inst.n} μops, {inst.graph.num_edges} edges, {inst.m} cores"
+        + (f", reference optimum {inst.reference.optimum}" if inst.reference.optimum else "")
+    )
+    return 0
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    from npusched.io import load_instance, write_solution
+    from npusched.solve import solve
+    from npusched.verify import verify
+
+    inst = load_instance(args.instance, args.cores)
+    res = solve(
+        inst,
+        args.method,
+        args.backend,
+        time_limit=args.time_limit,
+        threads=args.threads,
+        seed=args.seed,
+        relaxed=args.relaxed,
+        priority=args.priority,
+        log=args.log,
+    )
+    line = f"{inst.name}: {res.summary()}"
+    if res.solution is not None:
+        rep = verify(inst, res.solution)
+        line += f" makespan={rep.makespan} verify=" + (
+            "ok" if rep.ok else f"FAILED ({len(rep.violations)} violations)"
+        )
+    if inst.reference.optimum is not None:
+        line += f" reference={inst.reference.optimum}"
+    print(line)
+    if res.message:
+        print(f"note: {res.message}")
+    if args.out:
+        write_solution(args.out, inst, res, str(args.instance))
+    if res.solution is not None and args.gantt:
+        from npusched.plot import gantt
+
+        gantt(inst, res.solution, args.gantt, title=f"{inst.name} — {res.method}/{res.backend}")
+    if args.anytime:
+        from npusched.plot import anytime
+
+        anytime([res], args.anytime, title=inst.name, reference=inst.reference.optimum)
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from npusched.bench.compare import Job, compare, summarize, table, write_csv
+
+    methods = []
+    for spec in args.methods.split(","):
+        name, _, backend = spec.partition(":")
+        methods.append((name, backend or None))
+    from npusched.solve import METHODS
+
+    for name, _ in methods:
+        if name not in METHODS:
+            raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
+    for path in args.instances:
+        if not Path(path).is_file():
+            raise InputError(path, "(file)", "no such file")
+        if path.endswith(".stg") and not args.cores:
+            raise InputError(path, "--cores", "an .stg file needs --cores")
+    cores_list: list[int | None] = list(args.cores) if args.cores else [None]
+    jobs = [
+        Job(
+            str(p),
+            name,
+            backend,
+            c if str(p).endswith(".stg") else None,
+            args.time_limit,
+            args.threads,
+            args.seed,
+            solution_dir=args.solutions,
+        )
+        for p in args.instances
+        for c in cores_list
+        for name, backend in methods
+    ]
+    jobs = list(dict.fromkeys(jobs))  # JSON instances ignore --cores: drop duplicates
+    rows = compare(jobs, workers=args.workers, progress=not args.quiet)
+    if not args.quiet or not args.csv:
+        print(table(rows))
+    print()
+    print(summarize(rows))
+    if args.csv:
+        write_csv(rows, args.csv)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from npusched.solve import METHODS
+
+    p = argparse.ArgumentParser(prog="npusched", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("convert", help="convert a benchmark file to an instance JSON")
+    csub = c.add_subparsers(dest="format", required=True)
+    stg = csub.add_parser("stg", help="Kasahara .stg task graph")
+    stg.add_argument("file")
+    stg.add_argument("--cores", type=_positive_int, required=True)
+    stg.add_argument("-o", "--output", required=True)
+    stg.set_defaults(func=_cmd_convert)
+
+    s = sub.add_parser("solve", help="schedule one instance")
+    s.add_argument("instance", help="instance .json (or .stg with --cores)")
+    s.add_argument("--cores", type=_positive_int, help="number of cores for an .stg file")
+    s.add_argument("--method", default="cpsat", choices=sorted(METHODS))
+    s.add_argument(
+        "--backend",
+        choices=["cpsat", "highs", "cbc", "pulp-highs"],
+        help="solver for the time-indexed ILP (default highs)",
+    )
+    s.add_argument("--time-limit", type=float, default=10.0, help="seconds (default 10)")
+    s.add_argument("--threads", type=_positive_int, default=1)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument(
+        "--relaxed",
+        action="store_true",
+        help="time-indexed: Klotski eq. 19 (issue count only; may overload cores)",
+    )
+    s.add_argument(
+        "--priority",
+        default="blevel",
+        choices=["blevel", "asap", "alap"],
+        help="list-scheduling priority (also the warm start)",
+    )
+    s.add_argument("--out", help="write the solution JSON here")
+    s.add_argument("--gantt", help="write a Gantt chart PNG here")
+    s.add_argument("--anytime", help="write the anytime curve PNG here")
+    s.add_argument("--log", action="store_true", help="show the solver's log")
+    s.set_defaults(func=_cmd_solve)
+
+    m = sub.add_parser("compare", help="run several methods on several instances in parallel")
+    m.add_argument("instances", nargs="+", help="instance .json or .stg files")
+    m.add_argument(
+        "--methods",
+        default="list,cpsat,timeindexed",
+        help="comma-separated method[:backend], e.g. list,cpsat,timeindexed:cbc",
+    )
+    m.add_argument("--cores", type=_int_list, help="core counts for .stg files, e.g. 2,4,8,16")
+    m.add_argument("--time-limit", type=float, default=10.0)
+    m.add_argument("--threads", type=_positive_int, default=1, help="solver threads per job")
+    m.add_argument("--workers", type=_positive_int, help="parallel jobs (default cores / threads)")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--csv", help="write the rows as CSV here")
+    m.add_argument("--solutions", help="write every solution JSON into this folder")
+    m.add_argument("--quiet", action="store_true", help="no progress bar; with --csv no table")
+    m.set_defaults(func=_cmd_compare)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except InputError as err:
+        print(f"npusched: error: {err}", file=sys.stderr)
+        return 2
+    except ValueError as err:
+        print(f"npusched: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("npusched: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

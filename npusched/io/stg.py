@@ -1,0 +1,94 @@
+"""Kasahara Standard Task Graph (``.stg``) reader.
+
+Format: the number of tasks ``n``; then ``n + 2`` lines ``id time #preds preds...`` where task ``0``
+and task ``n + 1`` are zero-time dummies (entry and exit); then ``#`` comment lines.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from npusched.io.errors import InputError
+from npusched.problem import Accelerator, Reference, SchedulingInstance, UopGraph
+
+
+def _find_reference(path: Path, m: int) -> Reference:
+    """Look for ``optima.json`` in the file's folder and its parents, keyed by ``dir/stem``."""
+    for parent in path.resolve().parents:
+        table = parent / "optima.json"
+        if table.is_file():
+            key = str(path.resolve().relative_to(parent).with_suffix(""))
+            entry = json.loads(table.read_text()).get(key, {}).get(f"m{m}")
+            if not entry:
+                return Reference()
+            src = f"{table} [{key}][m{m}]"
+            if entry.get("status") == "optimal":
+                return Reference(optimum=int(entry["value"]), source=src)
+            return Reference(
+                lower_bound=entry.get("lower_bound"),
+                upper_bound=entry.get("upper_bound"),
+                source=src,
+            )
+    return Reference()
+
+
+def read_stg(path: str | Path, cores: int, reference: bool = True) -> SchedulingInstance:
+    """Read an STG file as an instance on ``cores`` identical cores.
+
+    The two dummy tasks are dropped with their edges; task ids ``1..n`` are kept as μop ids. With
+    ``reference=True`` the published optimum (or open bounds) is taken from an ``optima.json`` found
+    beside the file or in a parent folder.
+    """
+    path = Path(path)
+    try:
+        lines = [ln.split() for ln in path.read_text().splitlines()]
+    except OSError as err:
+        raise InputError(path, "(file)", err.strerror or str(err)) from None
+    rows = [ln for ln in lines if ln and not ln[0].startswith("#")]
+    try:
+        n = int(rows[0][0])
+    except (IndexError, ValueError):
+        raise InputError(path, "line 1", "expected the number of tasks") from None
+    if len(rows) < n + 3:
+        raise InputError(path, "tasks", f"expected {n + 2} task lines, found {len(rows) - 1}")
+    latency = np.zeros(n, dtype=np.int64)
+    src: list[int] = []
+    dst: list[int] = []
+    for k, row in enumerate(rows[1 : n + 3]):
+        try:
+            tid, time_, npred = int(row[0]), int(row[1]), int(row[2])
+            preds = [int(p) for p in row[3 : 3 + npred]]
+        except (IndexError, ValueError):
+            raise InputError(
+                path, f"task line {k + 1}", "expected 'id time #preds preds...'"
+            ) from None
+        if tid != k or len(preds) != npred:
+            raise InputError(path, f"task {tid}", f"expected task {k} with {npred} predecessors")
+        if tid in (0, n + 1):
+            continue
+        latency[tid - 1] = time_
+        for p in preds:
+            if not 0 <= p <= n:
+                raise InputError(path, f"task {tid}", f"predecessor {p} out of range")
+            if p != 0:
+                src.append(p - 1)
+                dst.append(tid - 1)
+    graph = UopGraph(
+        latency,
+        np.array(src, np.int64),
+        np.array(dst, np.int64),
+        np.zeros(len(src), np.int64),
+        tuple(range(1, n + 1)),
+    )
+    ref = _find_reference(path, cores) if reference else Reference()
+    return SchedulingInstance(
+        graph,
+        Accelerator.identical(cores),
+        None,
+        f"{path.stem}_m{cores}",
+        ref,
+        {"format": "stg", "file": path.name, "cores": cores},
+    )

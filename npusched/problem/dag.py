@@ -1,0 +1,138 @@
+"""A DAG of μops stored as arrays.
+
+Nodes are indexed ``0..n-1``; ``ids`` keeps the identifier each μop has in its source file.
+Edges are parallel arrays ``src``, ``dst``, ``bytes``; predecessor and successor lists are CSR
+arrays built once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+IntArray = NDArray[np.int64]
+
+
+def _csr(keys: IntArray, values: IntArray, n: int) -> tuple[IntArray, IntArray]:
+    order = np.argsort(keys, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
+    return ptr, values[order]
+
+
+@dataclass(frozen=True, eq=False)
+class UopGraph:
+    """Directed acyclic graph of μops.
+
+    Parameters
+    ----------
+    latency
+        Base latency of each μop in cycles (non-negative integers), shape ``(n,)``.
+    src, dst
+        Edge endpoints as node indices, shape ``(e,)``; ``src[k]`` must finish before ``dst[k]``
+        starts.
+    bytes
+        Data carried by each edge (0 when unknown), shape ``(e,)``.
+    ids
+        Identifier of each μop in its source (defaults to ``0..n-1``).
+    """
+
+    latency: IntArray
+    src: IntArray
+    dst: IntArray
+    bytes: IntArray
+    ids: tuple[int | str, ...] = ()
+    pred_ptr: IntArray = field(init=False, repr=False)
+    pred_idx: IntArray = field(init=False, repr=False)
+    succ_ptr: IntArray = field(init=False, repr=False)
+    succ_idx: IntArray = field(init=False, repr=False)
+    topo: IntArray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        lat = np.asarray(self.latency, dtype=np.int64).reshape(-1)
+        src = np.asarray(self.src, dtype=np.int64).reshape(-1)
+        dst = np.asarray(self.dst, dtype=np.int64).reshape(-1)
+        byt = np.asarray(self.bytes, dtype=np.int64).reshape(-1)
+        n = lat.size
+        if n == 0:
+            raise ValueError("a μop graph needs at least one μop")
+        if (lat < 0).any():
+            raise ValueError(f"latency of μop {int(np.argmin(lat))} is negative")
+        if not (src.size == dst.size == byt.size):
+            raise ValueError("src, dst and bytes must have one entry per edge")
+        if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
+            raise ValueError(f"edge endpoint out of range 0..{n - 1}")
+        if (src == dst).any():
+            raise ValueError(f"self-loop on μop {int(src[src == dst][0])}")
+        if (byt < 0).any():
+            raise ValueError("edge bytes must be non-negative")
+        ids = tuple(self.ids) if self.ids else tuple(range(n))
+        if len(ids) != n or len(set(ids)) != n:
+            raise ValueError("ids must name every μop exactly once")
+        for name, arr in (("latency", lat), ("src", src), ("dst", dst), ("bytes", byt)):
+            object.__setattr__(self, name, arr)
+        object.__setattr__(self, "ids", ids)
+        pred_ptr, pred_idx = _csr(dst, src, n)
+        succ_ptr, succ_idx = _csr(src, dst, n)
+        for name, arr in (
+            ("pred_ptr", pred_ptr),
+            ("pred_idx", pred_idx),
+            ("succ_ptr", succ_ptr),
+            ("succ_idx", succ_idx),
+        ):
+            object.__setattr__(self, name, arr)
+        object.__setattr__(self, "topo", self._topological_order())
+
+    def _topological_order(self) -> IntArray:
+        indeg = np.diff(self.pred_ptr).copy()
+        stack = list(np.flatnonzero(indeg == 0)[::-1])
+        order: list[int] = []
+        while stack:
+            i = int(stack.pop())
+            order.append(i)
+            for j in self.succ_idx[self.succ_ptr[i] : self.succ_ptr[i + 1]]:
+                indeg[j] -= 1
+                if indeg[j] == 0:
+                    stack.append(int(j))
+        if len(order) != self.n:
+            cyclic = [self.ids[i] for i in np.flatnonzero(indeg > 0)[:5]]
+            raise ValueError(f"the μop graph has a cycle through μops {cyclic}")
+        return np.asarray(order, dtype=np.int64)
+
+    @property
+    def n(self) -> int:
+        """Number of μops."""
+        return int(self.latency.size)
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.src.size)
+
+    def preds(self, i: int) -> IntArray:
+        return self.pred_idx[self.pred_ptr[i] : self.pred_ptr[i + 1]]
+
+    def succs(self, i: int) -> IntArray:
+        return self.succ_idx[self.succ_ptr[i] : self.succ_ptr[i + 1]]
+
+    def heads(self, duration: IntArray | None = None) -> IntArray:
+        """Earliest start of each μop, i.e. the longest path into it (Klotski eq. 1, ASAP)."""
+        d = self.latency if duration is None else duration
+        head = np.zeros(self.n, dtype=np.int64)
+        for i in self.topo:
+            p = self.preds(int(i))
+            if p.size:
+                head[i] = int((head[p] + d[p]).max())
+        return head
+
+    def tails(self, duration: IntArray | None = None) -> IntArray:
+        """Longest path from the start of each μop to the end of the DAG, its own latency included
+        (the b-level of list scheduling)."""
+        d = self.latency if duration is None else duration
+        tail = d.astype(np.int64).copy()
+        for i in self.topo[::-1]:
+            s = self.succs(int(i))
+            if s.size:
+                tail[i] = d[i] + int(tail[s].max())
+        return tail

@@ -1,0 +1,91 @@
+"""OR-Tools CP-SAT backend: runs CP models and integer linear models."""
+
+from __future__ import annotations
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from npusched.formulations.linear import LinearModel
+from npusched.solvers.common import RawOutput, TraceRecorder
+from npusched.solvers.result import Status
+
+_BIG = 2**40
+
+
+class _Incumbents(cp_model.CpSolverSolutionCallback):
+    def __init__(self, recorder: TraceRecorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def on_solution_callback(self) -> None:
+        self.recorder.update(self.ObjectiveValue(), self.BestObjectiveBound())
+
+
+def run_cpsat(
+    model: cp_model.CpModel, *, time_limit: float | None, threads: int, seed: int, log: bool = False
+) -> tuple[Status, cp_model.CpSolver, TraceRecorder]:
+    """Solve ``model`` and record its anytime trace (incumbents and bound improvements)."""
+    solver = cp_model.CpSolver()
+    p = solver.parameters
+    if time_limit is not None:
+        p.max_time_in_seconds = max(0.01, float(time_limit))
+    p.num_workers = max(1, int(threads))
+    p.random_seed = int(seed)
+    p.log_search_progress = log
+    recorder = TraceRecorder()
+    solver.best_bound_callback = lambda bound: recorder.update(bound=bound)
+    code = solver.solve(model, _Incumbents(recorder))
+    status = {
+        cp_model.OPTIMAL: Status.OPTIMAL,
+        cp_model.FEASIBLE: Status.FEASIBLE,
+        cp_model.INFEASIBLE: Status.INFEASIBLE,
+        cp_model.UNKNOWN: Status.TIME_LIMIT_NO_SOLUTION,
+    }.get(code, Status.ERROR)
+    if status in (Status.OPTIMAL, Status.FEASIBLE):
+        recorder.update(solver.objective_value, solver.best_objective_bound, at=solver.wall_time)
+    return status, solver, recorder
+
+
+def solve_linear(
+    lm: LinearModel,
+    *,
+    time_limit: float | None,
+    threads: int,
+    seed: int,
+    warm_start: np.ndarray | None = None,
+    log: bool = False,
+) -> RawOutput:
+    """Solve an all-integer :class:`LinearModel` with CP-SAT (coefficients must be integers)."""
+    if not all(lm.integral):
+        return RawOutput(Status.ERROR, message="CP-SAT needs every variable integral")
+    model = cp_model.CpModel()
+
+    def clip(v: float) -> int:
+        return int(max(-_BIG, min(_BIG, v)))
+
+    xs = [
+        model.new_int_var(clip(lo), clip(hi), name)
+        for lo, hi, name in zip(lm.lb, lm.ub, lm.var_names, strict=True)
+    ]
+    for idx, coef, lo, hi in lm.rows:
+        if not np.allclose(coef, np.round(coef)):
+            return RawOutput(Status.ERROR, message="CP-SAT needs integer coefficients")
+        expr = cp_model.LinearExpr.weighted_sum([xs[j] for j in idx], [int(c) for c in coef])
+        model.add_linear_constraint(expr, clip(lo), clip(hi))
+    cost = lm.cost_vector()
+    nz = np.flatnonzero(cost)
+    model.minimize(
+        cp_model.LinearExpr.weighted_sum([xs[j] for j in nz], [int(c) for c in cost[nz]])
+        + int(lm.offset)
+    )
+    model.clear_hints()
+    if warm_start is not None:
+        for var, v in zip(xs, warm_start, strict=True):
+            model.add_hint(var, int(round(v)))
+    status, solver, rec = run_cpsat(
+        model, time_limit=time_limit, threads=threads, seed=seed, log=log
+    )
+    if status not in (Status.OPTIMAL, Status.FEASIBLE):
+        return RawOutput(status, trace=rec.points)
+    x = np.array([solver.value(v) for v in xs], dtype=float)
+    return RawOutput(status, x, solver.objective_value, solver.best_objective_bound, rec.points)

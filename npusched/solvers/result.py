@@ -1,0 +1,72 @@
+"""One result type for every method and backend."""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from npusched.problem.schedule import Schedule
+
+
+class Status(enum.StrEnum):
+    """What the solver returned (never assumed)."""
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    INFEASIBLE = "infeasible"
+    TIME_LIMIT_NO_SOLUTION = "time_limit_no_solution"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class TracePoint:
+    """Incumbent and best bound at ``time`` seconds after the solver started."""
+
+    time: float
+    incumbent: float | None
+    bound: float | None
+
+
+@dataclass
+class Result:
+    """Outcome of :func:`npusched.solve`.
+
+    ``objective`` is the value the solver reported for its model; ``solution.makespan(instance)``
+    recomputes it independently. ``bound`` is the proven lower bound the solver returned (for the
+    list heuristic, the trivial critical-path/load bound), or ``None``.
+    """
+
+    status: Status
+    method: str
+    backend: str
+    objective: float | None = None
+    bound: float | None = None
+    runtime: float = 0.0
+    solution: Schedule | None = None
+    trace: list[TracePoint] = field(default_factory=list)
+    threads: int = 1
+    seed: int = 0
+    time_limit: float | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap ``(objective − bound) / objective``; 0 when both are 0."""
+        if self.objective is None or self.bound is None:
+            return None
+        if self.objective == 0:
+            return 0.0 if self.bound == 0 else math.inf
+        return max(0.0, (self.objective - self.bound) / abs(self.objective))
+
+    def summary(self) -> str:
+        def fmt(v: float | None) -> str:
+            return "-" if v is None else f"{v:g}"
+
+        gap = "-" if self.gap is None else f"{100 * self.gap:.2f}%"
+        return (
+            f"{self.method}/{self.backend}: {self.status.value} objective={fmt(self.objective)} "
+            f"bound={fmt(self.bound)} gap={gap} time={self.runtime:.2f}s"
+        )

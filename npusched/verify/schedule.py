@@ -1,0 +1,86 @@
+"""Check a schedule against its instance without trusting the method that produced it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from npusched.problem.instance import SchedulingInstance
+from npusched.problem.schedule import Schedule
+
+
+class VerificationError(AssertionError):
+    """A schedule violates its instance."""
+
+
+@dataclass
+class VerifyReport:
+    """Outcome of :func:`verify`: the recomputed makespan and every violation found."""
+
+    makespan: int | None
+    violations: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def raise_if_failed(self) -> VerifyReport:
+        if self.violations:
+            shown = "\n  ".join(self.violations[:10])
+            more = (
+                f"\n  ... and {len(self.violations) - 10} more" if len(self.violations) > 10 else ""
+            )
+            raise VerificationError(f"{len(self.violations)} violation(s):\n  {shown}{more}")
+        return self
+
+
+def verify(
+    instance: SchedulingInstance, schedule: Schedule, claimed_makespan: float | None = None
+) -> VerifyReport:
+    """Check that ``schedule`` is feasible for ``instance``.
+
+    Checks: every μop has exactly one start and one core; starts are non-negative integers; cores
+    exist; each edge ``u → v`` has ``start[v] ≥ end[u]``; no two μops overlap on one core
+    (half-open intervals ``[start, end)``); the makespan is recomputed and compared with
+    ``claimed_makespan`` when given.
+    """
+    g, n, m = instance.graph, instance.n, instance.m
+    ids = g.ids
+    if schedule.start.shape != (n,) or schedule.core.shape != (n,):
+        return VerifyReport(None, [f"schedule has {schedule.start.size} entries for {n} μops"])
+    bad: list[str] = []
+    for i in np.flatnonzero(schedule.start < 0):
+        bad.append(f"μop {ids[i]} starts at negative time {schedule.start[i]}")
+    for i in np.flatnonzero((schedule.core < 0) | (schedule.core >= m)):
+        bad.append(
+            f"μop {ids[i]} is on core index {schedule.core[i]}, which does not exist (m={m})"
+        )
+    if bad:
+        return VerifyReport(None, bad)
+
+    end = schedule.end(instance)
+    late = np.flatnonzero(schedule.start[g.dst] < end[g.src])
+    for e in late:
+        u, v = int(g.src[e]), int(g.dst[e])
+        bad.append(
+            f"precedence {ids[u]} -> {ids[v]}: {ids[v]} starts at {schedule.start[v]} "
+            f"before {ids[u]} ends at {end[u]}"
+        )
+
+    busy = np.flatnonzero(end > schedule.start)  # zero-length μops occupy no core time
+    order = busy[np.lexsort((schedule.start[busy], schedule.core[busy]))]
+    same_core = schedule.core[order[1:]] == schedule.core[order[:-1]]
+    clash = np.flatnonzero(same_core & (schedule.start[order[1:]] < end[order[:-1]]))
+    for k in clash:
+        a, b = int(order[k]), int(order[k + 1])
+        bad.append(
+            f"core {instance.accelerator.cores[schedule.core[a]].id}: μops {ids[a]} "
+            f"[{schedule.start[a]}, {end[a]}) and {ids[b]} [{schedule.start[b]}, {end[b]}) "
+            "overlap"
+        )
+
+    makespan = int(end.max())
+    if claimed_makespan is not None and abs(claimed_makespan - makespan) > 1e-6:
+        bad.append(f"claimed makespan {claimed_makespan} differs from recomputed {makespan}")
+    return VerifyReport(makespan, bad)
