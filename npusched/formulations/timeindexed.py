@@ -130,12 +130,20 @@ class TimeIndexedModel:
                 self.lm.add_row(idx, np.ones(len(idx)), ub=m)
 
     def _lower_bounds(self) -> None:
-        """Redundant bound on ``T`` (DESIGN: solver facts): critical path and total load.
+        """Redundant bound on ``T`` (DESIGN: solver facts): critical path, and total load for the
+        exact model.
 
-        .. math:: T \\ge \\max\\Big(\\max_i \\mathrm{ASAP}(u_i) + l(u_i),\\;
-                  \\Big\\lceil \\textstyle\\sum_i l(u_i) / \\|a\\| \\Big\\rceil\\Big)
+        .. math:: T \\ge \\max_i \\mathrm{ASAP}(u_i) + l(u_i), \\qquad
+                  T \\ge \\Big\\lceil \\textstyle\\sum_i l(u_i) / \\|a\\| \\Big\\rceil
+                  \\text{ (exact resource constraint only)}
+
+        The load bound is a valid cut for eq. 18 but not for eq. 19, whose feasible set contains
+        overloaded schedules shorter than it; the relaxed model keeps only the critical path.
         """
-        self.lm.lb[self.T] = float(self.instance.lower_bound())
+        d = self.lat
+        cp = int((self.windows.earliest + d).max())
+        load = -(-int(d.sum()) // self.instance.m)
+        self.lm.lb[self.T] = float(cp if self.relaxed else max(cp, load))
 
     # ---- solution <-> variable vector -------------------------------------------------------
     def encode(self, schedule: Schedule) -> NDArray[np.float64] | None:

@@ -65,8 +65,8 @@ def list_schedule(instance: SchedulingInstance, priority: Priority = "blevel") -
     Guarantee (identical cores, Klotski Theorem 1): the makespan is at most
     ``W/m + (1 − 1/m)·CP ≤ (2 − 1/m)·OPT``, where ``W`` is the total work and ``CP`` the
     critical path length: at every instant before the end either all ``m`` cores are busy or a
-    μop of a critical chain runs. The tests check the first inequality on random DAGs and the second against proven
-    optima. No such bound holds for per-core latencies.
+    μop of a critical chain runs. The tests check the first inequality on random DAGs and the
+    second against proven optima. No such bound holds for per-core latencies.
     """
     g, m = instance.graph, instance.m
     dur = instance.duration

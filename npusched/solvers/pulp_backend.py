@@ -52,11 +52,11 @@ def solve_linear(
     """
     prob = pulp.LpProblem(lm.name, pulp.LpMinimize)
     xs = [
-        pulp.LpVariable(
-            name=f"x{j}",
-            lowBound=None if lo == -np.inf else lo,
-            upBound=None if hi == np.inf else hi,
-            cat=pulp.LpInteger if integral else pulp.LpContinuous,
+        prob.add_variable(
+            f"x{j}",
+            None if lo == -np.inf else lo,
+            None if hi == np.inf else hi,
+            pulp.LpInteger if integral else pulp.LpContinuous,
         )
         for j, (lo, hi, integral) in enumerate(zip(lm.lb, lm.ub, lm.integral, strict=True))
     ]
