@@ -142,7 +142,12 @@ def _run_cpsat(
     model = IntervalModel(instance, warm.makespan(instance))
     model.hint(warm)
     status, solver, rec = run_cpsat(
-        model.model, time_limit=_remaining(deadline), threads=threads, seed=seed, log=log
+        model.model,
+        time_limit=_remaining(deadline),
+        threads=threads,
+        seed=seed,
+        log=log,
+        params=model.PARAMETERS,
     )
     if status not in (Status.OPTIMAL, Status.FEASIBLE):
         return Result(status, "cpsat", "cpsat", trace=rec.points)

@@ -5,12 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from npusched.solvers.result import Result  # noqa: E402
+from npusched.solvers.result import Result
 
 
 def anytime(

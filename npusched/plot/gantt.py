@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from npusched.problem import Schedule, SchedulingInstance  # noqa: E402
+from npusched.problem import Schedule, SchedulingInstance
 
 
 def gantt(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from ortools.sat.python import cp_model
 
@@ -22,11 +24,23 @@ class _Incumbents(cp_model.CpSolverSolutionCallback):
 
 
 def run_cpsat(
-    model: cp_model.CpModel, *, time_limit: float | None, threads: int, seed: int, log: bool = False
+    model: cp_model.CpModel,
+    *,
+    time_limit: float | None,
+    threads: int,
+    seed: int,
+    log: bool = False,
+    params: dict[str, Any] | None = None,
 ) -> tuple[Status, cp_model.CpSolver, TraceRecorder]:
-    """Solve ``model`` and record its anytime trace (incumbents and bound improvements)."""
+    """Solve ``model`` and record its anytime trace (incumbents and bound improvements).
+
+    ``params`` are extra ``SatParameters`` fields a formulation asks for (e.g. stronger
+    propagation of its global constraints).
+    """
     solver = cp_model.CpSolver()
     p = solver.parameters
+    for key, value in (params or {}).items():
+        setattr(p, key, value)
     if time_limit is not None:
         p.max_time_in_seconds = max(0.01, float(time_limit))
     p.num_workers = max(1, int(threads))

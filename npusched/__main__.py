@@ -1,0 +1,5 @@
+import sys
+
+from npusched.cli import main
+
+sys.exit(main())

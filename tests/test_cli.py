@@ -1,0 +1,123 @@
+"""The ``npusched`` command, run as a user would (a subprocess), on files it writes itself."""
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import SHARED, needs_shared
+
+from npusched.io import write_instance
+
+
+def run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "npusched", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=300)
+
+
+@pytest.fixture
+def diamond_json(tmp_path, diamond):
+    path = tmp_path / "diamond.json"
+    write_instance(diamond, path)
+    return path
+
+
+CONTRACT = {"kind", "instance", "method", "backend", "status", "objective", "bound", "runtime_s",
+            "makespan", "noc_cost", "ops", "transfers"}
+
+
+@pytest.mark.parametrize(
+    ("method", "backend"),
+    [("list", None), ("cpsat", None), ("timeindexed", "highs"), ("timeindexed", "cbc")],
+)
+def test_solve_writes_the_solution_contract(tmp_path, diamond_json, diamond, method, backend):
+    out = tmp_path / "sol.json"
+    args = ["solve", diamond_json, "--method", method, "--out", out, "--time-limit", 20]
+    if backend:
+        args += ["--backend", backend]
+    proc = run(*args)
+    assert proc.returncode == 0, proc.stderr
+    assert "verify=ok" in proc.stdout
+    sol = json.loads(out.read_text())
+    assert CONTRACT <= set(sol)
+    assert sol["kind"] == "dag_schedule" and sol["verified"] is True
+    assert sorted(op["id"] for op in sol["ops"]) == sorted(diamond.graph.ids)
+    assert sol["makespan"] == max(op["end"] for op in sol["ops"])
+    if method != "list":
+        assert sol["status"] == "optimal" and sol["objective"] == sol["makespan"] == 8
+
+
+def test_relaxed_solution_reports_failed_verification(tmp_path):
+    inst = tmp_path / "three.json"
+    from conftest import make_instance
+
+    write_instance(make_instance([2, 2, 2], [], 1), inst)
+    out = tmp_path / "sol.json"
+    proc = run("solve", inst, "--method", "timeindexed", "--relaxed", "--out", out)
+    assert proc.returncode == 0
+    assert "verify=FAILED" in proc.stdout
+    assert json.loads(out.read_text())["verified"] is False
+
+
+def test_gantt_and_anytime_pngs(tmp_path, diamond_json):
+    g, a = tmp_path / "g.png", tmp_path / "a.png"
+    proc = run("solve", diamond_json, "--method", "cpsat", "--gantt", g, "--anytime", a)
+    assert proc.returncode == 0, proc.stderr
+    for p in (g, a):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "field"),
+    [
+        ("{not json", "line 1"),
+        ('{"format": "npusched/instance/v1", "name": "x", "cores": [{"id": 0}], '
+         '"uops": [{"id": 1, "latency": "five"}], "edges": []}', "uops/0/latency"),
+        ('{"format": "npusched/instance/v1", "name": "x", "cores": [{"id": 0}], '
+         '"uops": [{"id": 1, "latency": 1}], "edges": [{"src": 1, "dst": 2}]}', "edges/0/dst"),
+    ],
+)
+def test_bad_instance_exits_2_without_traceback_or_output(tmp_path, content, field):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    out = tmp_path / "sol.json"
+    proc = run("solve", bad, "--out", out)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert str(bad) in proc.stderr and field in proc.stderr
+    assert not out.exists()
+
+
+def test_missing_file_and_bad_method(tmp_path, diamond_json):
+    proc = run("solve", tmp_path / "nope.json")
+    assert proc.returncode == 2 and "nope.json" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run("compare", diamond_json, "--methods", "list,magic")
+    assert proc.returncode == 2 and "unknown method 'magic'" in proc.stderr
+    proc = run("solve", diamond_json, "--method", "cpsat", "--backend", "highs")
+    assert proc.returncode == 2 and "runs on cpsat" in proc.stderr
+
+
+def test_compare_table_and_csv(tmp_path, diamond_json):
+    csv_path = tmp_path / "rows.csv"
+    proc = run("compare", diamond_json, diamond_json.parent / "diamond.json", "--methods",
+               "list,cpsat,timeindexed:cbc", "--csv", csv_path, "--time-limit", 20, "--workers", 2)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(csv_path.open()))
+    assert [(r["method"], r["backend"]) for r in rows] == [
+        ("list", "none"), ("cpsat", "cpsat"), ("timeindexed", "cbc")]
+    assert all(r["verified"] == "True" for r in rows)
+    assert "proven optimal" in proc.stdout
+
+
+@needs_shared
+def test_convert_stg_keeps_ids_and_reference(tmp_path):
+    src = SHARED / "stg" / "50" / "rand0000.stg"
+    out = tmp_path / "rand0000_m4.json"
+    proc = run("convert", "stg", src, "--cores", 4, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert [u["id"] for u in data["uops"]] == list(range(1, 51))
+    optima = json.loads((SHARED / "stg" / "optima.json").read_text())
+    assert data["reference"]["optimum"] == optima["50/rand0000"]["m4"]["value"]
+    assert len(data["cores"]) == 4
