@@ -122,6 +122,22 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from npusched.io import load_instance, read_solution
+    from npusched.verify import verify
+
+    inst = load_instance(args.instance, args.cores)
+    sched, data = read_solution(args.solution, inst)
+    rep = verify(inst, sched, claimed_makespan=data.get("makespan"))
+    if rep.ok:
+        print(f"{args.solution}: feasible for {inst.name}, makespan {rep.makespan}")
+        return 0
+    print(f"{args.solution}: {len(rep.violations)} violation(s) for {inst.name}")
+    for v in rep.violations[:50]:
+        print(f"  {v}")
+    return 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     from npusched.solve import METHODS
 
@@ -181,6 +197,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--solutions", help="write every solution JSON into this folder")
     m.add_argument("--quiet", action="store_true", help="no progress bar; with --csv no table")
     m.set_defaults(func=_cmd_compare)
+    v = sub.add_parser("verify", help="check a solution JSON against its instance")
+    v.add_argument("instance", help="instance .json (or .stg with --cores)")
+    v.add_argument("solution", help="solution .json (DESIGN's contract)")
+    v.add_argument("--cores", type=_positive_int, help="number of cores for an .stg file")
+    v.set_defaults(func=_cmd_verify)
     return p
 
 

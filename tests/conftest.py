@@ -14,7 +14,7 @@ from npusched import Accelerator, Schedule, SchedulingInstance, UopGraph
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "benchmarks"
 needs_shared = pytest.mark.skipif(
-    not SHARED.is_dir(), reason=f"shared benchmarks not found at {SHARED} (checkout without ../shared)"
+    not SHARED.is_dir(), reason=f"shared benchmarks not found at {SHARED}"
 )
 
 

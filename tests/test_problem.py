@@ -25,8 +25,12 @@ def test_cycle_is_rejected_with_the_uops_named():
 def test_graph_validates_itself(kwargs, match):
     n_e = len(kwargs["src"])
     with pytest.raises(ValueError, match=match):
-        UopGraph(np.array(kwargs["latency"]), np.array(kwargs["src"]), np.array(kwargs["dst"]),
-                 np.zeros(n_e))
+        UopGraph(
+            np.array(kwargs["latency"]),
+            np.array(kwargs["src"]),
+            np.array(kwargs["dst"]),
+            np.zeros(n_e),
+        )
 
 
 def test_accelerator_validates_itself():

@@ -62,5 +62,6 @@ def test_optima_table_is_read_for_every_core_count():
         if entry["status"] == "optimal":
             assert ref.optimum == entry["value"]
         else:
-            assert (ref.lower_bound, ref.upper_bound) == (entry["lower_bound"], entry["upper_bound"])
+            assert ref.lower_bound == entry["lower_bound"]
+            assert ref.upper_bound == entry["upper_bound"]
             assert ref.optimum is None

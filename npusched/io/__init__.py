@@ -4,7 +4,7 @@ from pathlib import Path
 
 from npusched.io.errors import InputError
 from npusched.io.instance_json import read_instance, schema, write_instance
-from npusched.io.solution_json import solution_to_dict, write_solution
+from npusched.io.solution_json import read_solution, solution_to_dict, write_solution
 from npusched.io.stg import read_stg
 from npusched.problem import SchedulingInstance
 
@@ -23,6 +23,7 @@ __all__ = [
     "InputError",
     "load_instance",
     "read_instance",
+    "read_solution",
     "read_stg",
     "schema",
     "solution_to_dict",

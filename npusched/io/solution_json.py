@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from npusched.io.atomic import write_json
-from npusched.problem import SchedulingInstance
+from npusched.io.errors import InputError
+from npusched.problem import Schedule, SchedulingInstance
 from npusched.solvers.result import Result
 from npusched.verify import verify
 
@@ -61,3 +65,37 @@ def write_solution(
     path: str | Path, inst: SchedulingInstance, result: Result, instance_ref: str
 ) -> None:
     write_json(path, solution_to_dict(inst, result, instance_ref))
+
+
+def read_solution(path: str | Path, inst: SchedulingInstance) -> tuple[Schedule, dict[str, Any]]:
+    """Read a solution JSON written for ``inst``: the schedule (by the source's op and core ids)
+    and the raw record. Errors name the file, field and reason."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as err:
+        raise InputError(path, "(file)", err.strerror or str(err)) from None
+    except json.JSONDecodeError as err:
+        raise InputError(path, f"(line {err.lineno})", f"not valid JSON: {err.msg}") from None
+    ops = data.get("ops") if isinstance(data, dict) else None
+    if not isinstance(ops, list):
+        raise InputError(path, "ops", "missing or not a list")
+    index = {uid: i for i, uid in enumerate(inst.graph.ids)}
+    core_index = inst.accelerator.index_of
+    start = np.full(inst.n, -1, dtype=np.int64)
+    core = np.full(inst.n, -1, dtype=np.int64)
+    for k, op in enumerate(ops):
+        try:
+            i, c, s = index[op["id"]], core_index[op["core"]], int(op["start"])
+        except (KeyError, TypeError, ValueError):
+            raise InputError(
+                path,
+                f"ops/{k}",
+                "needs an 'id' and a 'core' of the instance and an integer 'start'",
+            ) from None
+        if start[i] >= 0:
+            raise InputError(path, f"ops/{k}/id", f"μop {op['id']!r} appears twice")
+        start[i], core[i] = s, c
+    missing = [inst.graph.ids[i] for i in np.flatnonzero(start < 0)[:5]]
+    if missing:
+        raise InputError(path, "ops", f"no entry for μops {missing}")
+    return Schedule(start, core), data
