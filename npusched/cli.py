@@ -51,6 +51,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         threads=args.threads,
         seed=args.seed,
         relaxed=args.relaxed,
+        precedence=args.precedence,
         priority=args.priority,
         log=args.log,
     )
@@ -105,6 +106,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             args.time_limit,
             args.threads,
             args.seed,
+            precedence=args.precedence if name == "timeindexed" else "eq18",
             solution_dir=args.solutions,
         )
         for p in args.instances
@@ -170,6 +172,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="time-indexed: Klotski eq. 19 (issue count only; may overload cores)",
     )
     s.add_argument(
+        "--precedence",
+        default="eq18",
+        choices=["eq18", "disaggregated"],
+        help="time-indexed precedence rows: Klotski eq. 18 (default) or disaggregated",
+    )
+    s.add_argument(
         "--priority",
         default="blevel",
         choices=["blevel", "asap", "alap"],
@@ -193,6 +201,12 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--threads", type=_positive_int, default=1, help="solver threads per job")
     m.add_argument("--workers", type=_positive_int, help="parallel jobs (default cores / threads)")
     m.add_argument("--seed", type=int, default=0)
+    m.add_argument(
+        "--precedence",
+        default="eq18",
+        choices=["eq18", "disaggregated"],
+        help="precedence rows of timeindexed jobs",
+    )
     m.add_argument("--csv", help="write the rows as CSV here")
     m.add_argument("--solutions", help="write every solution JSON into this folder")
     m.add_argument("--quiet", action="store_true", help="no progress bar; with --csv no table")

@@ -90,11 +90,12 @@ def _run_timeindexed(
     seed,
     warm: Schedule,
     relaxed: bool = False,
+    precedence: str = "eq18",
     log: bool = False,
     deadline=None,
     **_,
 ) -> Result:
-    model = TimeIndexedModel(instance, warm.makespan(instance), relaxed=relaxed)
+    model = TimeIndexedModel(instance, warm.makespan(instance), relaxed, precedence)
     x0 = model.encode(warm)
     raw = solve_linear(
         model.lm,
@@ -111,6 +112,7 @@ def _run_timeindexed(
         "rows": model.lm.row_counts(),
         "horizon": model.windows.horizon,
         "relaxed_eq19": relaxed,
+        "precedence": precedence,
     }
     return Result(
         raw.status,
@@ -193,6 +195,7 @@ def solve(
     seed: int = 0,
     warm_start: Schedule | None = None,
     relaxed: bool = False,
+    precedence: str = "eq18",
     priority: Priority = "blevel",
     log: bool = False,
 ) -> Result:
@@ -211,6 +214,10 @@ def solve(
         the list schedule, which is the default).
     relaxed
         Time-indexed model only: Klotski's eq. 19 instead of the exact resource constraint.
+    precedence
+        Time-indexed model only: ``"eq18"`` (Klotski's aggregated rows) or ``"disaggregated"``.
+    priority
+        List-scheduling priority of the heuristic and of the default warm start.
     """
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
@@ -226,8 +233,8 @@ def solve(
             f"method {method!r} needs identical cores; this instance has per-core "
             "latencies (use 'cpsat' or 'list')"
         )
-    if relaxed and method != "timeindexed":
-        raise ValueError("--relaxed (eq. 19) applies to the time-indexed model only")
+    if (relaxed or precedence != "eq18") and method != "timeindexed":
+        raise ValueError("--relaxed and --precedence apply to the time-indexed model only")
     if warm_start is None:
         warm_start = list_schedule(instance, priority)
     else:
@@ -240,6 +247,7 @@ def solve(
         seed=seed,
         warm=warm_start,
         relaxed=relaxed,
+        precedence=precedence,
         priority=priority,
         log=log,
         deadline=deadline,

@@ -112,3 +112,31 @@ def test_time_limit_is_honoured():
     assert res.runtime < 5.0
     if res.solution is not None:
         verify(inst, res.solution).raise_if_failed()
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat"])
+def test_disaggregated_precedence_has_the_same_optimum(fixture_instance, backend):
+    base = solve(fixture_instance, "timeindexed", backend, time_limit=30)
+    strong = solve(
+        fixture_instance, "timeindexed", backend, precedence="disaggregated", time_limit=30
+    )
+    assert strong.status is Status.OPTIMAL
+    rep = verify(fixture_instance, strong.solution).raise_if_failed()
+    assert rep.makespan == strong.objective == base.objective
+    assert "precedence (disaggregated)" in strong.stats["rows"]
+
+
+def test_disaggregated_lp_bound_is_at_least_eq18s(diamond):
+    # LP relaxations (all variables continuous) solved by HiGHS: the disaggregated rows imply
+    # the aggregated ones, so their LP bound can only be higher.
+    from npusched.solvers import highs
+
+    bounds = []
+    for prec in TimeIndexedModel.PRECEDENCE:
+        model = TimeIndexedModel(diamond, 12, precedence=prec)
+        lm = model.lm
+        lm.integral = [False] * lm.num_vars
+        lm.lb[model.T] = 0.0  # drop the redundant bound on T to compare the rows themselves
+        out = highs.solve_linear(lm, time_limit=10, threads=1, seed=0)
+        bounds.append(out.objective)
+    assert bounds[1] >= bounds[0] - 1e-9

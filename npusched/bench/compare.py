@@ -41,6 +41,7 @@ class Job:
     threads: int = 1
     seed: int = 0
     relaxed: bool = False
+    precedence: str = "eq18"
     solution_dir: str | None = None
 
 
@@ -59,6 +60,7 @@ def run_job(job: Job) -> dict[str, Any]:
         threads=job.threads,
         seed=job.seed,
         relaxed=job.relaxed,
+        precedence=job.precedence,
     )
     ref = inst.reference
     verified = None
@@ -78,7 +80,7 @@ def run_job(job: Job) -> dict[str, Any]:
     return {
         "instance": inst.name,
         "cores": inst.m,
-        "method": job.method,
+        "method": job.method if job.precedence == "eq18" else f"{job.method}-{job.precedence}",
         "backend": res.backend,
         "status": res.status.value,
         "objective": res.objective,

@@ -22,8 +22,6 @@ class IntervalModel:
     facts).
     """
 
-    supports_per_core_latency = True
-
     #: CP-SAT settings for this model. With 2 workers the default cumulative propagation leaves the
     #: bound short on the STG set; timetable edge finding, the overload checker and precedence
     #: reasoning inside the cumulative, plus the objective lower-bound search, close 13 of the 16
