@@ -4,6 +4,7 @@ from conftest import brute_force_makespan, random_instances
 from hypothesis import HealthCheck, given, settings
 
 from npusched import Status, list_schedule, solve, verify
+from npusched.solve import LINEAR_BACKENDS
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -12,7 +13,8 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[Healt
 @given(inst=random_instances())
 def test_every_method_verifies_and_exact_is_no_worse_than_list(inst):
     heuristic = verify(inst, list_schedule(inst)).raise_if_failed().makespan
-    for method, backend in (("cpsat", "cpsat"), ("timeindexed", "highs")):
+    runs = [("cpsat", "cpsat")] + [("timeindexed", b) for b in LINEAR_BACKENDS]
+    for method, backend in runs:
         res = solve(inst, method, backend, time_limit=20)
         assert res.status is Status.OPTIMAL
         rep = verify(inst, res.solution).raise_if_failed()
