@@ -25,6 +25,19 @@ def _int_list(text: str) -> list[int]:
         ) from None
 
 
+def _cmd_convert_qaplib(args: argparse.Namespace) -> int:
+    from npusched.io import read_qaplib, write_placement
+
+    inst = read_qaplib(args.file)
+    write_placement(inst, args.output)
+    ref = inst.reference.optimum
+    print(
+        f"wrote {args.output}: {inst.n} tasks on a {inst.mesh.rows}x{inst.mesh.cols} mesh"
+        + (f", reference optimum {ref}" if ref is not None else "")
+    )
+    return 0
+
+
 def _cmd_convert(args: argparse.Namespace) -> int:
     from npusched.io import read_stg, write_instance
 
@@ -39,8 +52,9 @@ def _cmd_convert(args: argparse.Namespace) -> int:
 
 def _cmd_solve(args: argparse.Namespace) -> int:
     from npusched.io import load_instance, write_solution
+    from npusched.problem import Schedule, SchedulingInstance
     from npusched.solve import solve
-    from npusched.verify import verify
+    from npusched.verify import check
 
     inst = load_instance(args.instance, args.cores)
     res = solve(
@@ -57,8 +71,9 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     )
     line = f"{inst.name}: {res.summary()}"
     if res.solution is not None:
-        rep = verify(inst, res.solution)
-        line += f" makespan={rep.makespan} verify=" + (
+        rep = check(inst, res.solution)
+        value = f"makespan={rep.makespan}" if rep.noc_cost is None else f"noc_cost={rep.noc_cost}"
+        line += f" {value} verify=" + (
             "ok" if rep.ok else f"FAILED ({len(rep.violations)} violations)"
         )
     if inst.reference.optimum is not None:
@@ -68,7 +83,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         print(f"note: {res.message}")
     if args.out:
         write_solution(args.out, inst, res, str(args.instance))
-    if res.solution is not None and args.gantt:
+    if isinstance(res.solution, Schedule) and isinstance(inst, SchedulingInstance) and args.gantt:
         from npusched.plot import gantt
 
         gantt(inst, res.solution, args.gantt, title=f"{inst.name} — {res.method}/{res.backend}")
@@ -124,15 +139,21 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def rep_kind(data: dict) -> str:
+    return str(data.get("kind", "dag_schedule"))
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     from npusched.io import load_instance, read_solution
-    from npusched.verify import verify
+    from npusched.verify import check
 
     inst = load_instance(args.instance, args.cores)
-    sched, data = read_solution(args.solution, inst)
-    rep = verify(inst, sched, claimed_makespan=data.get("makespan"))
+    solution, data = read_solution(args.solution, inst)
+    claimed = data.get("makespan") if rep_kind(data) == "dag_schedule" else data.get("noc_cost")
+    rep = check(inst, solution, claimed)
     if rep.ok:
-        print(f"{args.solution}: feasible for {inst.name}, makespan {rep.makespan}")
+        value = f"makespan {rep.makespan}" if rep.noc_cost is None else f"NoC cost {rep.noc_cost}"
+        print(f"{args.solution}: feasible for {inst.name}, {value}")
         return 0
     print(f"{args.solution}: {len(rep.violations)} violation(s) for {inst.name}")
     for v in rep.violations[:50]:
@@ -153,15 +174,23 @@ def build_parser() -> argparse.ArgumentParser:
     stg.add_argument("--cores", type=_positive_int, required=True)
     stg.add_argument("-o", "--output", required=True)
     stg.set_defaults(func=_cmd_convert)
+    qap = csub.add_parser("qaplib", help="QAPLIB .dat on a grid (Nugent): a placement instance")
+    qap.add_argument("file")
+    qap.add_argument("-o", "--output", required=True)
+    qap.set_defaults(func=_cmd_convert_qaplib)
 
     s = sub.add_parser("solve", help="schedule one instance")
-    s.add_argument("instance", help="instance .json (or .stg with --cores)")
+    s.add_argument("instance", help="instance .json, QAPLIB .dat, or .stg with --cores")
     s.add_argument("--cores", type=_positive_int, help="number of cores for an .stg file")
-    s.add_argument("--method", default="cpsat", choices=sorted(METHODS))
+    s.add_argument(
+        "--method",
+        choices=sorted(METHODS),
+        help="default: cpsat for a scheduling instance, qap for a placement instance",
+    )
     s.add_argument(
         "--backend",
         choices=["cpsat", "highs", "cbc", "pulp-highs"],
-        help="solver for the time-indexed ILP (default highs)",
+        help="solver for the timeindexed (default highs) and qap (default cpsat) models",
     )
     s.add_argument("--time-limit", type=float, default=10.0, help="seconds (default 10)")
     s.add_argument("--threads", type=_positive_int, default=1)

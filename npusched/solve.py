@@ -1,22 +1,32 @@
-"""The one entry point: ``solve(instance, method, backend, ...) -> Result``."""
+"""The one entry point: ``solve(problem, method, backend, ...) -> Result``."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from npusched.formulations.cpsat_intervals import IntervalModel
 from npusched.formulations.linear import LinearModel
+from npusched.formulations.qap import PlacementModel
 from npusched.formulations.timeindexed import TimeIndexedModel
 from npusched.heuristics.list_scheduling import Priority, list_schedule
+from npusched.heuristics.placement import (
+    anneal_placement,
+    greedy_placement,
+    snake_placement,
+    tabu_placement,
+)
 from npusched.problem.instance import SchedulingInstance
+from npusched.problem.placement import Placement, PlacementInstance
 from npusched.problem.schedule import Schedule
 from npusched.solvers.common import RawOutput
 from npusched.solvers.result import Result, Status, TracePoint
-from npusched.verify import verify
+from npusched.verify import verify, verify_placement
 
 LINEAR_BACKENDS = ("highs", "cbc", "pulp-highs", "cpsat")
+Problem = SchedulingInstance | PlacementInstance
 
 
 def solve_linear(
@@ -48,22 +58,40 @@ def solve_linear(
 
 @dataclass(frozen=True)
 class Method:
-    """A registered scheduling method."""
+    """A registered method: the problem type it solves, its backends, and how to run it."""
 
     name: str
+    problem: type
     backends: tuple[str, ...]
     run: Callable[..., Result]
     description: str
     needs_identical_cores: bool = False
 
-    def supports(self, instance: SchedulingInstance) -> bool:
-        return instance.identical_cores or not self.needs_identical_cores
+    def supports(self, problem: Any) -> bool:
+        if not isinstance(problem, self.problem):
+            return False
+        return not self.needs_identical_cores or bool(getattr(problem, "identical_cores", False))
 
 
 def _remaining(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.01, deadline - time.perf_counter())
 
 
+def _linear_result(method: str, backend: str, raw: RawOutput, solution: Any, stats: dict) -> Result:
+    return Result(
+        raw.status,
+        method,
+        backend,
+        raw.objective,
+        raw.bound,
+        solution=solution,
+        trace=raw.trace,
+        stats=stats,
+        message=raw.message,
+    )
+
+
+# ---- μop scheduling (Klotski Problem 2) ---------------------------------------------------------
 def _run_list(instance, backend, *, priority: Priority = "blevel", **_) -> Result:
     sched = list_schedule(instance, priority)
     ms = sched.makespan(instance)
@@ -85,7 +113,6 @@ def _run_timeindexed(
     instance,
     backend,
     *,
-    time_limit,
     threads,
     seed,
     warm: Schedule,
@@ -96,17 +123,15 @@ def _run_timeindexed(
     **_,
 ) -> Result:
     model = TimeIndexedModel(instance, warm.makespan(instance), relaxed, precedence)
-    x0 = model.encode(warm)
     raw = solve_linear(
         model.lm,
         backend,
         time_limit=_remaining(deadline),
         threads=threads,
         seed=seed,
-        warm_start=x0,
+        warm_start=model.encode(warm),
         log=log,
     )
-    sched = model.decode(raw.x) if raw.x is not None else None
     stats = {
         "variables": model.lm.num_vars,
         "rows": model.lm.row_counts(),
@@ -114,30 +139,12 @@ def _run_timeindexed(
         "relaxed_eq19": relaxed,
         "precedence": precedence,
     }
-    return Result(
-        raw.status,
-        "timeindexed",
-        backend,
-        raw.objective,
-        raw.bound,
-        solution=sched,
-        trace=raw.trace,
-        stats=stats,
-        message=raw.message,
-    )
+    sched = model.decode(raw.x) if raw.x is not None else None
+    return _linear_result("timeindexed", backend, raw, sched, stats)
 
 
 def _run_cpsat(
-    instance,
-    backend,
-    *,
-    time_limit,
-    threads,
-    seed,
-    warm: Schedule,
-    log: bool = False,
-    deadline=None,
-    **_,
+    instance, backend, *, threads, seed, warm: Schedule, log: bool = False, deadline=None, **_
 ) -> Result:
     from npusched.solvers.cpsat import run_cpsat
 
@@ -170,48 +177,107 @@ def _run_cpsat(
     )
 
 
+# ---- placement on a mesh (Klotski Problem 3, QAP form) -----------------------------------------
+_PLACEMENT_HEURISTICS: dict[str, Callable[..., Placement]] = {
+    "snake": lambda inst, seed: snake_placement(inst),
+    "greedy": lambda inst, seed: greedy_placement(inst),
+    "anneal": lambda inst, seed: anneal_placement(inst, seed=seed),
+    "tabu": lambda inst, seed: tabu_placement(inst, seed=seed),
+}
+
+
+def _run_placement_heuristic(inst, backend, *, method: str, seed: int = 0, **_) -> Result:
+    placement = _PLACEMENT_HEURISTICS[method](inst, seed)
+    return Result(Status.FEASIBLE, method, "none", inst.cost(placement.loc), solution=placement)
+
+
+def _run_qap(
+    inst, backend, *, threads, seed, warm: Placement, log: bool = False, deadline=None, **_
+) -> Result:
+    model = PlacementModel(inst)
+    raw = solve_linear(
+        model.lm,
+        backend,
+        time_limit=_remaining(deadline),
+        threads=threads,
+        seed=seed,
+        warm_start=model.encode(warm),
+        log=log,
+    )
+    stats = {"variables": model.lm.num_vars, "rows": model.lm.row_counts()}
+    placement = model.decode(raw.x) if raw.x is not None else None
+    return _linear_result("qap", backend, raw, placement, stats)
+
+
 METHODS: dict[str, Method] = {
-    "list": Method("list", ("none",), _run_list, "list scheduling (b-level priority)"),
+    "list": Method(
+        "list", SchedulingInstance, ("none",), _run_list, "list scheduling (b-level priority)"
+    ),
     "timeindexed": Method(
         "timeindexed",
+        SchedulingInstance,
         LINEAR_BACKENDS,
         _run_timeindexed,
         "time-indexed slot ILP, Klotski eq. 16-18 (19 with --relaxed)",
         needs_identical_cores=True,
     ),
     "cpsat": Method(
-        "cpsat", ("cpsat",), _run_cpsat, "CP-SAT interval model (cumulative / NoOverlap per core)"
+        "cpsat",
+        SchedulingInstance,
+        ("cpsat",),
+        _run_cpsat,
+        "CP-SAT interval model (cumulative / NoOverlap per core)",
+    ),
+    **{
+        name: Method(
+            name, PlacementInstance, ("none",), _run_placement_heuristic, f"{name} placement"
+        )
+        for name in _PLACEMENT_HEURISTICS
+    },
+    "qap": Method(
+        "qap",
+        PlacementInstance,
+        ("cpsat", "highs", "cbc", "pulp-highs"),
+        _run_qap,
+        "placement MIP: separable Manhattan linearisation, Gilmore-Lawler cuts, mesh symmetry",
     ),
 }
 
 
+def default_method(problem: Problem) -> str:
+    return "cpsat" if isinstance(problem, SchedulingInstance) else "qap"
+
+
 def solve(
-    instance: SchedulingInstance,
-    method: str = "cpsat",
+    problem: Problem,
+    method: str | None = None,
     backend: str | None = None,
     *,
     time_limit: float | None = 10.0,
     threads: int = 1,
     seed: int = 0,
-    warm_start: Schedule | None = None,
+    warm_start: Schedule | Placement | None = None,
     relaxed: bool = False,
     precedence: str = "eq18",
     priority: Priority = "blevel",
     log: bool = False,
 ) -> Result:
-    """Schedule ``instance`` with ``method`` on ``backend``.
+    """Solve ``problem`` with ``method`` on ``backend``.
 
     Parameters
     ----------
+    problem
+        A :class:`SchedulingInstance` (methods ``list``, ``timeindexed``, ``cpsat``) or a
+        :class:`PlacementInstance` (``snake``, ``greedy``, ``anneal``, ``tabu``, ``qap``).
     method
-        ``"list"``, ``"timeindexed"`` or ``"cpsat"`` (see :data:`METHODS`).
+        See :data:`METHODS`; default ``cpsat`` for scheduling, ``qap`` for placement.
     backend
-        For ``timeindexed``: ``"highs"`` (default), ``"cbc"``, ``"pulp-highs"`` or ``"cpsat"``.
+        ``timeindexed`` and ``qap``: ``"highs"``, ``"cbc"``, ``"pulp-highs"`` or ``"cpsat"``.
     time_limit
         Wall-clock seconds for the whole call, model building included.
     warm_start
-        A feasible schedule; its makespan is the horizon of the ASAP/ALAP windows (Klotski uses
-        the list schedule, which is the default).
+        A feasible solution. Scheduling: its makespan is the horizon of the ASAP/ALAP windows
+        (Klotski uses the list schedule, which is the default). Placement: default tabu search.
     relaxed
         Time-indexed model only: Klotski's eq. 19 instead of the exact resource constraint.
     precedence
@@ -221,6 +287,7 @@ def solve(
     """
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
+    method = method or default_method(problem)
     try:
         meth = METHODS[method]
     except KeyError:
@@ -228,21 +295,30 @@ def solve(
     backend = backend or meth.backends[0]
     if backend not in meth.backends:
         raise ValueError(f"method {method!r} runs on {', '.join(meth.backends)}, not {backend!r}")
-    if not meth.supports(instance):
+    if not meth.supports(problem):
+        fits = [name for name, m in METHODS.items() if m.supports(problem)]
+        why = " (it needs identical cores)" if isinstance(problem, meth.problem) else ""
         raise ValueError(
-            f"method {method!r} needs identical cores; this instance has per-core "
-            "latencies (use 'cpsat' or 'list')"
+            f"method {method!r} does not apply to this instance{why}; use one of {fits}"
         )
     if (relaxed or precedence != "eq18") and method != "timeindexed":
         raise ValueError("--relaxed and --precedence apply to the time-indexed model only")
-    if warm_start is None:
-        warm_start = list_schedule(instance, priority)
-    else:
-        verify(instance, warm_start).raise_if_failed()
+    if isinstance(problem, SchedulingInstance):
+        if warm_start is None:
+            warm_start = list_schedule(problem, priority)
+        elif not isinstance(warm_start, Schedule):
+            raise ValueError("a scheduling warm start must be a Schedule")
+        else:
+            verify(problem, warm_start).raise_if_failed()
+    elif meth.run is _run_qap:
+        if warm_start is None:
+            warm_start = tabu_placement(problem, seed=seed)
+        elif not isinstance(warm_start, Placement) or verify_placement(problem, warm_start):
+            raise ValueError("a placement warm start must be a feasible Placement")
     result = meth.run(
-        instance,
+        problem,
         backend,
-        time_limit=time_limit,
+        method=method,
         threads=threads,
         seed=seed,
         warm=warm_start,

@@ -48,8 +48,9 @@ class Job:
 def run_job(job: Job) -> dict[str, Any]:
     """Solve one job and return its table row; every schedule is verified here."""
     from npusched.io import load_instance, write_solution
+    from npusched.problem import SchedulingInstance
     from npusched.solve import solve
-    from npusched.verify import verify
+    from npusched.verify import check
 
     inst = load_instance(job.path, job.cores)
     res = solve(
@@ -65,7 +66,7 @@ def run_job(job: Job) -> dict[str, Any]:
     ref = inst.reference
     verified = None
     if res.solution is not None:
-        verified = verify(inst, res.solution).ok
+        verified = check(inst, res.solution).ok
     refval = (
         ref.optimum
         if ref.optimum is not None
@@ -79,7 +80,7 @@ def run_job(job: Job) -> dict[str, Any]:
         write_solution(out, inst, res, job.path)
     return {
         "instance": inst.name,
-        "cores": inst.m,
+        "cores": inst.m if isinstance(inst, SchedulingInstance) else inst.cell_array.size,
         "method": job.method if job.precedence == "eq18" else f"{job.method}-{job.precedence}",
         "backend": res.backend,
         "status": res.status.value,

@@ -1,4 +1,6 @@
-"""Solution JSON (DESIGN.md, solution contract for a DAG schedule)."""
+"""Solution JSON (DESIGN.md's contract). Placements use the same fields: ``kind`` "placement",
+op ids = task (facility) index, ``core`` = mesh cell index, ``start = end = 0``, ``makespan`` 0 and
+``noc_cost`` the recomputed cost."""
 
 from __future__ import annotations
 
@@ -11,14 +13,24 @@ import numpy as np
 from npusched.io.atomic import write_json
 from npusched.io.errors import InputError
 from npusched.problem import Schedule, SchedulingInstance
+from npusched.problem.placement import Placement, PlacementInstance
 from npusched.solvers.result import Result
-from npusched.verify import verify
+from npusched.verify import check
 
 
-def solution_to_dict(inst: SchedulingInstance, result: Result, instance_ref: str) -> dict[str, Any]:
+def _placement_ops(inst: PlacementInstance, placement: Placement) -> list[dict[str, Any]]:
+    return [
+        {"id": t, "core": int(inst.cell_array[k]), "start": 0, "end": 0}
+        for t, k in enumerate(placement.loc.tolist())
+    ]
+
+
+def solution_to_dict(
+    inst: SchedulingInstance | PlacementInstance, result: Result, instance_ref: str
+) -> dict[str, Any]:
     """The contract's fields, plus verification, gap and the anytime trace."""
     out: dict[str, Any] = {
-        "kind": "dag_schedule",
+        "kind": "placement" if isinstance(inst, PlacementInstance) else "dag_schedule",
         "instance": instance_ref,
         "method": result.method,
         "backend": result.backend,
@@ -32,8 +44,14 @@ def solution_to_dict(inst: SchedulingInstance, result: Result, instance_ref: str
         "transfers": [],
     }
     sched = result.solution
-    if sched is not None:
-        report = verify(inst, sched)
+    if isinstance(sched, Placement) and isinstance(inst, PlacementInstance):
+        report = check(inst, sched)
+        out["makespan"], out["noc_cost"] = 0, report.noc_cost
+        out["ops"] = _placement_ops(inst, sched)
+        out["verified"] = report.ok
+        out["violations"] = report.violations[:100]
+    elif isinstance(sched, Schedule) and isinstance(inst, SchedulingInstance):
+        report = check(inst, sched)
         end = sched.end(inst)
         cores = inst.accelerator.cores
         out["makespan"] = report.makespan
@@ -62,14 +80,19 @@ def solution_to_dict(inst: SchedulingInstance, result: Result, instance_ref: str
 
 
 def write_solution(
-    path: str | Path, inst: SchedulingInstance, result: Result, instance_ref: str
+    path: str | Path,
+    inst: SchedulingInstance | PlacementInstance,
+    result: Result,
+    instance_ref: str,
 ) -> None:
     write_json(path, solution_to_dict(inst, result, instance_ref))
 
 
-def read_solution(path: str | Path, inst: SchedulingInstance) -> tuple[Schedule, dict[str, Any]]:
-    """Read a solution JSON written for ``inst``: the schedule (by the source's op and core ids)
-    and the raw record. Errors name the file, field and reason."""
+def read_solution(
+    path: str | Path, inst: SchedulingInstance | PlacementInstance
+) -> tuple[Schedule | Placement, dict[str, Any]]:
+    """Read a solution JSON written for ``inst``: the schedule or placement (by the source's op
+    and core ids) and the raw record. Errors name the file, field and reason."""
     try:
         data = json.loads(Path(path).read_text())
     except OSError as err:
@@ -79,8 +102,15 @@ def read_solution(path: str | Path, inst: SchedulingInstance) -> tuple[Schedule,
     ops = data.get("ops") if isinstance(data, dict) else None
     if not isinstance(ops, list):
         raise InputError(path, "ops", "missing or not a list")
-    index = {uid: i for i, uid in enumerate(inst.graph.ids)}
-    core_index = inst.accelerator.index_of
+    index: dict[Any, int]
+    if isinstance(inst, PlacementInstance):
+        index = {t: t for t in range(inst.n)}
+        core_index = {int(cell): k for k, cell in enumerate(inst.cell_array)}
+        ids: tuple[Any, ...] = tuple(range(inst.n))
+    else:
+        index = {uid: i for i, uid in enumerate(inst.graph.ids)}
+        core_index = inst.accelerator.index_of
+        ids = inst.graph.ids
     start = np.full(inst.n, -1, dtype=np.int64)
     core = np.full(inst.n, -1, dtype=np.int64)
     for k, op in enumerate(ops):
@@ -95,7 +125,9 @@ def read_solution(path: str | Path, inst: SchedulingInstance) -> tuple[Schedule,
         if start[i] >= 0:
             raise InputError(path, f"ops/{k}/id", f"μop {op['id']!r} appears twice")
         start[i], core[i] = s, c
-    missing = [inst.graph.ids[i] for i in np.flatnonzero(start < 0)[:5]]
+    missing = [ids[i] for i in np.flatnonzero(start < 0)[:5]]
     if missing:
         raise InputError(path, "ops", f"no entry for μops {missing}")
+    if isinstance(inst, PlacementInstance):
+        return Placement(core), data
     return Schedule(start, core), data

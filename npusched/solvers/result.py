@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from npusched.problem.placement import Placement
 from npusched.problem.schedule import Schedule
 
 
@@ -44,7 +45,7 @@ class Result:
     objective: float | None = None
     bound: float | None = None
     runtime: float = 0.0
-    solution: Schedule | None = None
+    solution: Schedule | Placement | None = None
     trace: list[TracePoint] = field(default_factory=list)
     threads: int = 1
     seed: int = 0

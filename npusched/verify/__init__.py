@@ -1,5 +1,23 @@
-"""Independent feasibility checks. Every schedule from every method goes through here."""
+"""Independent feasibility checks. Every solution from every method goes through here."""
 
+from typing import Any
+
+from npusched.problem.placement import Placement, PlacementInstance
+from npusched.problem.schedule import Schedule
+from npusched.verify.placement import verify_placement
 from npusched.verify.schedule import VerificationError, VerifyReport, verify
 
-__all__ = ["VerificationError", "VerifyReport", "verify"]
+
+def check(
+    problem: Any, solution: Schedule | Placement, claimed: float | None = None
+) -> VerifyReport:
+    """Verify any solution against its problem: a schedule (makespan) or a placement (NoC cost)."""
+    if isinstance(solution, Placement):
+        if not isinstance(problem, PlacementInstance):
+            return VerifyReport(None, ["a placement was given for a scheduling instance"])
+        bad = verify_placement(problem, solution, claimed)
+        return VerifyReport(None, bad, None if bad else problem.cost(solution.loc))
+    return verify(problem, solution, claimed)
+
+
+__all__ = ["VerificationError", "VerifyReport", "check", "verify", "verify_placement"]

@@ -20,6 +20,7 @@ class VerifyReport:
 
     makespan: int | None
     violations: list[str] = field(default_factory=list)
+    noc_cost: int | None = None
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,124 @@
+"""Placement instance JSON (``npusched/placement/v1``) and the QAPLIB reader."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import numpy as np
+
+from npusched.io.atomic import write_json
+from npusched.io.errors import InputError
+from npusched.problem.instance import Reference
+from npusched.problem.noc import Mesh
+from npusched.problem.placement import PlacementInstance
+
+FORMAT = "npusched/placement/v1"
+
+
+@cache
+def placement_schema() -> dict[str, Any]:
+    text = resources.files("npusched.io").joinpath("schema/placement.schema.json").read_text()
+    return json.loads(text)
+
+
+def placement_to_dict(inst: PlacementInstance) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "format": FORMAT,
+        "name": inst.name,
+        "source": inst.source,
+        "mesh": {"rows": inst.mesh.rows, "cols": inst.mesh.cols},
+        "cells": inst.cell_array.tolist(),
+        "flow": inst.flow.tolist(),
+    }
+    ref = {k: v for k, v in vars(inst.reference).items() if v not in (None, "")}
+    if ref:
+        out["reference"] = ref
+    return out
+
+
+def placement_from_dict(data: Any, path: str = "<memory>") -> PlacementInstance:
+    errors = sorted(
+        jsonschema.Draft202012Validator(placement_schema()).iter_errors(data),
+        key=lambda e: list(e.absolute_path),
+    )
+    if errors:
+        e = errors[0]
+        raise InputError(path, "/".join(map(str, e.absolute_path)) or "(top level)", e.message)
+    n = len(data["flow"])
+    for t, row in enumerate(data["flow"]):
+        if len(row) != n:
+            raise InputError(path, f"flow/{t}", f"has {len(row)} entries, expected {n}")
+    try:
+        mesh = Mesh(data["mesh"]["rows"], data["mesh"]["cols"])
+        return PlacementInstance(
+            np.array(data["flow"], dtype=np.int64),
+            mesh,
+            np.array(data["cells"]) if "cells" in data else None,
+            data["name"],
+            Reference(**data.get("reference", {})),
+            data.get("source", {}),
+        )
+    except ValueError as err:
+        raise InputError(path, "(instance)", str(err)) from None
+
+
+def write_placement(inst: PlacementInstance, path: str | Path) -> None:
+    write_json(path, placement_to_dict(inst))
+
+
+def _grid_of(dist: np.ndarray) -> tuple[int, int] | None:
+    """``(rows, cols)`` such that ``dist`` is the Manhattan matrix of the first ``n`` cells of a
+    row-major grid, or ``None``."""
+    n = dist.shape[0]
+    for cols in range(1, n + 1):
+        rows = -(-n // cols)
+        k = np.arange(n)
+        rc = np.stack([k // cols, k % cols], axis=1)
+        if (np.abs(rc[:, None] - rc[None]).sum(axis=2) == dist).all():
+            return rows, cols
+    return None
+
+
+def read_qaplib(path: str | Path) -> PlacementInstance:
+    """Read a QAPLIB ``.dat`` whose distance matrix is a grid's Manhattan matrix (Nugent family).
+
+    The file holds ``n``, then two ``n × n`` matrices. Whichever of the two is the Manhattan matrix
+    of the first ``n`` cells of a row-major grid gives the mesh; the other is the flow between
+    facilities (tasks). The published optimum is taken from ``sln/<name>.sln`` or an
+    ``optima.json`` in a parent folder when present.
+    """
+    path = Path(path)
+    try:
+        tokens = path.read_text().split()
+        n = int(tokens[0])
+        values = np.array([int(t) for t in tokens[1 : 1 + 2 * n * n]], dtype=np.int64)
+    except OSError as err:
+        raise InputError(path, "(file)", err.strerror or str(err)) from None
+    except (IndexError, ValueError):
+        raise InputError(path, "(header)", "expected n and two n x n integer matrices") from None
+    if values.size != 2 * n * n:
+        raise InputError(path, "matrices", f"expected {2 * n * n} numbers, found {values.size}")
+    a, b = values[: n * n].reshape(n, n), values[n * n :].reshape(n, n)
+    if (grid := _grid_of(a)) is not None:
+        flow, which = b, "first"
+    elif (grid := _grid_of(b)) is not None:
+        flow, which = a, "second"
+    else:
+        raise InputError(path, "matrices", "neither matrix is a grid's Manhattan distance matrix")
+    ref = Reference()
+    sln = path.parent.parent / "sln" / f"{path.stem}.sln"
+    if sln.is_file():
+        ref = Reference(optimum=int(sln.read_text().split()[1]), source=str(sln))
+    return PlacementInstance(
+        flow,
+        Mesh(*grid),
+        np.arange(n),
+        path.stem,
+        ref,
+        {"format": "qaplib", "file": path.name, "distance_matrix": which},
+    )

@@ -1,0 +1,84 @@
+"""Mesh network-on-chip: core coordinates, Manhattan hops, directed links and XY routes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+@dataclass(frozen=True, eq=False)
+class Mesh:
+    """A ``rows × cols`` mesh; core ``k`` sits at ``(k // cols, k % cols)`` (Klotski eq. 10–11).
+
+    Links are directed between 4-neighbours and numbered once; ``route(a, b)`` is the XY route
+    (along the row to the target column first, then along the column), as a list of link ids.
+
+    Parameters
+    ----------
+    rows, cols
+        Mesh size.
+    bandwidth
+        Bytes per cycle per link.
+    hop_latency
+        Cycles per hop.
+    """
+
+    rows: int
+    cols: int
+    bandwidth: float = 1.0
+    hop_latency: int = 1
+    links: tuple[tuple[int, int], ...] = field(init=False, repr=False)
+    link_id: dict[tuple[int, int], int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.rows < 1 or self.cols < 1:
+            raise ValueError(f"mesh must be at least 1x1, got {self.rows}x{self.cols}")
+        if self.bandwidth <= 0 or self.hop_latency < 0:
+            raise ValueError("mesh bandwidth must be positive and hop latency non-negative")
+        links = []
+        for k in range(self.size):
+            r, c = divmod(k, self.cols)
+            for dr, dc in ((0, 1), (0, -1), (1, 0), (-1, 0)):
+                rr, cc = r + dr, c + dc
+                if 0 <= rr < self.rows and 0 <= cc < self.cols:
+                    links.append((k, rr * self.cols + cc))
+        object.__setattr__(self, "links", tuple(links))
+        object.__setattr__(self, "link_id", {lk: i for i, lk in enumerate(links)})
+
+    @property
+    def size(self) -> int:
+        return self.rows * self.cols
+
+    def coords(self) -> NDArray[np.int64]:
+        """``(size, 2)`` array of (row, col)."""
+        k = np.arange(self.size)
+        return np.stack([k // self.cols, k % self.cols], axis=1)
+
+    def distance(self) -> NDArray[np.int64]:
+        """Manhattan hop count between every pair of cores (Klotski eq. 9)."""
+        xy = self.coords()
+        return np.abs(xy[:, None, :] - xy[None, :, :]).sum(axis=2)
+
+    def route(self, a: int, b: int) -> list[int]:
+        """XY route from core ``a`` to core ``b`` as link ids (empty when ``a == b``)."""
+        (r, c), (r1, c1) = divmod(a, self.cols), divmod(b, self.cols)
+        path = []
+        while c != c1:
+            nc = c + (1 if c1 > c else -1)
+            path.append(self.link_id[(r * self.cols + c, r * self.cols + nc)])
+            c = nc
+        while r != r1:
+            nr = r + (1 if r1 > r else -1)
+            path.append(self.link_id[(r * self.cols + c, nr * self.cols + c)])
+            r = nr
+        return path
+
+    def snake(self) -> list[int]:
+        """Cores in boustrophedon (zig-zag) order: row 0 left to right, row 1 right to left, …"""
+        order: list[int] = []
+        for r in range(self.rows):
+            cols = range(self.cols) if r % 2 == 0 else range(self.cols - 1, -1, -1)
+            order.extend(r * self.cols + c for c in cols)
+        return order
