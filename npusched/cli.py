@@ -16,6 +16,16 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _mesh(text: str) -> tuple[int, int]:
+    try:
+        rows, cols = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected ROWSxCOLS, e.g. 3x3, got {text!r}") from None
+    if rows < 1 or cols < 1:
+        raise argparse.ArgumentTypeError(f"mesh must be at least 1x1, got {text!r}")
+    return rows, cols
+
+
 def _int_list(text: str) -> list[int]:
     try:
         return [_positive_int(t) for t in text.split(",") if t]
@@ -41,7 +51,10 @@ def _cmd_convert_qaplib(args: argparse.Namespace) -> int:
 def _cmd_convert(args: argparse.Namespace) -> int:
     from npusched.io import read_stg, write_instance
 
-    inst = read_stg(args.file, args.cores)
+    if args.mesh:
+        inst = read_stg(args.file, args.mesh[0] * args.mesh[1], mesh=args.mesh)
+    else:
+        inst = read_stg(args.file, args.cores)
     write_instance(inst, args.output)
     print(
         f"wrote {args.output}: {inst.n} μops, {inst.graph.num_edges} edges, {inst.m} cores"
@@ -66,13 +79,16 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         seed=args.seed,
         relaxed=args.relaxed,
         precedence=args.precedence,
+        weighted=args.weighted,
         priority=args.priority,
         log=args.log,
     )
     line = f"{inst.name}: {res.summary()}"
     if res.solution is not None:
         rep = check(inst, res.solution)
-        value = f"makespan={rep.makespan}" if rep.noc_cost is None else f"noc_cost={rep.noc_cost}"
+        value = f"noc_cost={rep.noc_cost}" if rep.makespan is None else f"makespan={rep.makespan}"
+        if rep.makespan is not None and rep.noc_cost is not None:
+            value += f" noc_cost={rep.noc_cost}"
         line += f" {value} verify=" + (
             "ok" if rep.ok else f"FAILED ({len(rep.violations)} violations)"
         )
@@ -152,7 +168,11 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     claimed = data.get("makespan") if rep_kind(data) == "dag_schedule" else data.get("noc_cost")
     rep = check(inst, solution, claimed)
     if rep.ok:
-        value = f"makespan {rep.makespan}" if rep.noc_cost is None else f"NoC cost {rep.noc_cost}"
+        value = ", ".join(
+            f"{label} {v}"
+            for label, v in (("makespan", rep.makespan), ("NoC cost", rep.noc_cost))
+            if v is not None
+        )
         print(f"{args.solution}: feasible for {inst.name}, {value}")
         return 0
     print(f"{args.solution}: {len(rep.violations)} violation(s) for {inst.name}")
@@ -171,7 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     csub = c.add_subparsers(dest="format", required=True)
     stg = csub.add_parser("stg", help="Kasahara .stg task graph")
     stg.add_argument("file")
-    stg.add_argument("--cores", type=_positive_int, required=True)
+    cores = stg.add_mutually_exclusive_group(required=True)
+    cores.add_argument("--cores", type=_positive_int, help="identical cores without a mesh")
+    cores.add_argument("--mesh", type=_mesh, help="identical cores on a ROWSxCOLS mesh, e.g. 3x3")
     stg.add_argument("-o", "--output", required=True)
     stg.set_defaults(func=_cmd_convert)
     qap = csub.add_parser("qaplib", help="QAPLIB .dat on a grid (Nugent): a placement instance")
@@ -211,6 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="blevel",
         choices=["blevel", "asap", "alap"],
         help="list-scheduling priority (also the warm start)",
+    )
+    s.add_argument(
+        "--weighted",
+        action="store_true",
+        help="twostage: NoC cost in bytes x hops instead of hops (eq. 14)",
     )
     s.add_argument("--out", help="write the solution JSON here")
     s.add_argument("--gantt", help="write a Gantt chart PNG here")

@@ -174,3 +174,19 @@ def test_verify_command_accepts_and_rejects(tmp_path, diamond_json):
     out.write_text(json.dumps(data))
     proc = run("verify", diamond_json, out)
     assert proc.returncode == 2 and "no entry for μops" in proc.stderr
+
+
+@needs_shared
+def test_twostage_on_a_mesh_from_the_command_line(tmp_path):
+    inst, sol = tmp_path / "r1.json", tmp_path / "sol.json"
+    src = SHARED / "stg" / "50" / "rand0001.stg"
+    assert run("convert", "stg", src, "--mesh", "2x2", "-o", inst).returncode == 0
+    proc = run("solve", inst, "--method", "twostage", "--time-limit", 20, "--out", sol)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(sol.read_text())
+    assert data["verified"] and data["noc_cost"] is not None
+    assert data["noc_cost"] <= data["stats"]["stage2"]["noc_cost"] + 1e-6
+    proc = run("verify", inst, sol)
+    assert proc.returncode == 0 and "NoC cost" in proc.stdout
+    proc = run("convert", "stg", src, "--mesh", "2y2", "-o", inst)
+    assert proc.returncode == 2 and "ROWSxCOLS" in proc.stderr

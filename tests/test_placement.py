@@ -83,7 +83,7 @@ def test_placement_verification_catches_shared_cells_and_wrong_cost():
 
 def test_placement_json_round_trip_and_published_schema(tmp_path):
     inst = PlacementInstance(
-        np.array([[0, 2, 1], [0, 0, 3], [1, 0, 0]]), Mesh(2, 2), np.array([0, 1, 3]), "three"
+        np.array([[0, 2, 1], [0, 0, 3], [1, 0, 0]]), Mesh(2, 2), np.array([0, 1, 3]), name="three"
     )
     path = tmp_path / "p.json"
     write_placement(inst, path)

@@ -41,7 +41,9 @@ class PlacementModel:
         self.C = [self.lm.add_var(f"C[{t}]", 0, int(self.c.max())) for t in range(n)]
         self.DR = {p: self.lm.add_var(f"DR{p}", 0, int(self.r.max())) for p in self.pairs}
         self.DC = {p: self.lm.add_var(f"DC{p}", 0, int(self.c.max())) for p in self.pairs}
-        families = [self._assignment, self._coordinates, self._distance, self._gilmore_lawler]
+        families = [self._assignment, self._apart, self._coordinates, self._distance]
+        if inst.all_distinct:
+            families.append(self._gilmore_lawler)
         if symmetry_breaking:
             families.append(self._symmetry)
         for add in families:
@@ -50,15 +52,26 @@ class PlacementModel:
         self.lm.cost = {v: float(w[p]) for dv in (self.DR, self.DC) for p, v in dv.items()}
 
     def _assignment(self) -> None:
-        """Each task on one cell, each cell at most one task (Klotski eq. 17 as an assignment).
+        """Each task on one cell (Klotski eq. 17).
 
-        .. math:: \\sum_k z_{tk} = 1 \\;\\forall t, \\qquad \\sum_t z_{tk} \\le 1 \\;\\forall k
+        .. math:: \\sum_k z_{tk} = 1 \\quad \\forall t
         """
         self.lm.family("assignment")
         for t in range(self.inst.n):
             self.lm.add_row(self.z[t], np.ones(self.z.shape[1]), 1, 1)
-        for k in range(self.z.shape[1]):
-            self.lm.add_row(self.z[:, k], np.ones(self.inst.n), ub=1)
+
+    def _apart(self) -> None:
+        """Tasks of one group take distinct cells: all tasks in QAP form; in Klotski's stage 2 the
+        μops that overlap in time (eq. 12, one row per maximal clique of the interval graph).
+
+        .. math:: \\sum_{t \\in K} z_{tk} \\le 1 \\quad \\forall \\text{group } K,\\ \\forall k
+        """
+        self.lm.family("apart")
+        groups = [np.arange(self.inst.n)] if self.inst.groups is None else self.inst.groups
+        for g in groups:
+            if g.size > 1:
+                for k in range(self.z.shape[1]):
+                    self.lm.add_row(self.z[g, k], np.ones(g.size), ub=1)
 
     def _coordinates(self) -> None:
         """Coordinates are linear in the assignment (replaces eq. 10–11 and 20–28).

@@ -13,8 +13,14 @@ import numpy as np
 from npusched.problem.placement import Placement, PlacementInstance
 
 
+def _require_qap(inst: PlacementInstance) -> None:
+    if not inst.all_distinct:
+        raise ValueError("placement heuristics need the QAP form (every task on its own cell)")
+
+
 def snake_placement(inst: PlacementInstance) -> Placement:
     """Task ``t`` goes to the ``t``-th available cell in boustrophedon order."""
+    _require_qap(inst)
     index = {int(c): k for k, c in enumerate(inst.cell_array)}
     order = [index[c] for c in inst.mesh.snake() if c in index]
     return Placement(np.array(order[: inst.n]))
@@ -23,6 +29,7 @@ def snake_placement(inst: PlacementInstance) -> Placement:
 def greedy_placement(inst: PlacementInstance) -> Placement:
     """Heaviest task on the most central cell; then, repeatedly, the unplaced task with the most
     traffic to placed tasks on the free cell that adds the least cost."""
+    _require_qap(inst)
     w, d = inst.weight, inst.distance()
     n, L = inst.n, d.shape[0]
     loc = np.full(n, -1, dtype=np.int64)
@@ -57,13 +64,9 @@ def anneal_placement(
     returns the best placement seen. Repeatable for a given ``seed``.
     """
     rng = np.random.default_rng(seed)
-    L = inst.cell_array.size
-    w = np.zeros((L, L), dtype=np.int64)
-    w[: inst.n, : inst.n] = inst.weight
+    w, loc = _padded(inst, start)
+    L = loc.size
     d = inst.distance()
-    first = (start or greedy_placement(inst)).loc
-    rest = np.setdiff1d(np.arange(L), first)
-    loc = np.concatenate([first, rest]).astype(np.int64)  # dummies fill the free cells
 
     def delta(a: int, b: int) -> int:
         da, db = d[loc[a]], d[loc[b]]
@@ -94,6 +97,7 @@ def anneal_placement(
 
 def _padded(inst: PlacementInstance, start: Placement | None) -> tuple[np.ndarray, np.ndarray]:
     """Weights padded with zero-flow dummy tasks on the free cells, and the full cell vector."""
+    _require_qap(inst)
     L = inst.cell_array.size
     w = np.zeros((L, L), dtype=np.int64)
     w[: inst.n, : inst.n] = inst.weight

@@ -59,9 +59,9 @@ def placement_from_dict(data: Any, path: str = "<memory>") -> PlacementInstance:
             np.array(data["flow"], dtype=np.int64),
             mesh,
             np.array(data["cells"]) if "cells" in data else None,
-            data["name"],
-            Reference(**data.get("reference", {})),
-            data.get("source", {}),
+            name=data["name"],
+            reference=Reference(**data.get("reference", {})),
+            source=data.get("source", {}),
         )
     except ValueError as err:
         raise InputError(path, "(instance)", str(err)) from None
@@ -118,7 +118,7 @@ def read_qaplib(path: str | Path) -> PlacementInstance:
         flow,
         Mesh(*grid),
         np.arange(n),
-        path.stem,
-        ref,
-        {"format": "qaplib", "file": path.name, "distance_matrix": which},
+        name=path.stem,
+        reference=ref,
+        source={"format": "qaplib", "file": path.name, "distance_matrix": which},
     )

@@ -55,6 +55,9 @@ def solution_to_dict(
         end = sched.end(inst)
         cores = inst.accelerator.cores
         out["makespan"] = report.makespan
+        out["noc_cost"] = report.noc_cost
+        if report.noc_bytes_hops is not None:
+            out["noc_bytes_hops"] = report.noc_bytes_hops
         out["ops"] = [
             {
                 "id": uid,

@@ -35,12 +35,15 @@ def _find_reference(path: Path, m: int) -> Reference:
     return Reference()
 
 
-def read_stg(path: str | Path, cores: int, reference: bool = True) -> SchedulingInstance:
+def read_stg(
+    path: str | Path, cores: int, reference: bool = True, mesh: tuple[int, int] | None = None
+) -> SchedulingInstance:
     """Read an STG file as an instance on ``cores`` identical cores.
 
     The two dummy tasks are dropped with their edges; task ids ``1..n`` are kept as μop ids. With
     ``reference=True`` the published optimum (or open bounds) is taken from an ``optima.json`` found
-    beside the file or in a parent folder.
+    beside the file or in a parent folder. With ``mesh=(rows, cols)`` the cores sit on that mesh
+    (``rows · cols`` must equal ``cores``).
     """
     path = Path(path)
     try:
@@ -84,9 +87,12 @@ def read_stg(path: str | Path, cores: int, reference: bool = True) -> Scheduling
         tuple(range(1, n + 1)),
     )
     ref = _find_reference(path, cores) if reference else Reference()
+    if mesh is not None and mesh[0] * mesh[1] != cores:
+        raise ValueError(f"a {mesh[0]}x{mesh[1]} mesh has {mesh[0] * mesh[1]} cores, not {cores}")
+    acc = Accelerator.identical(cores) if mesh is None else Accelerator.mesh_grid(*mesh)
     return SchedulingInstance(
         graph,
-        Accelerator.identical(cores),
+        acc,
         None,
         f"{path.stem}_m{cores}",
         ref,

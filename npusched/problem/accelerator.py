@@ -66,6 +66,18 @@ class Accelerator:
             raise ValueError(f"number of cores must be at least 1, got {m}")
         return cls(tuple(Core(k, f"core{k}") for k in range(m)))
 
+    @classmethod
+    def mesh_grid(cls, rows: int, cols: int) -> Accelerator:
+        """``rows × cols`` identical cores on a mesh; core ``k`` at ``(k // cols, k % cols)``."""
+        cores = tuple(Core(k, f"core{k}", coord=divmod(k, cols)) for k in range(rows * cols))
+        return cls(cores, (rows, cols))
+
+    def cells(self) -> list[int] | None:
+        """Mesh cell (row-major index) of each core, or ``None`` without a mesh."""
+        if self.mesh is None:
+            return None
+        return [c.coord[0] * self.mesh[1] + c.coord[1] for c in self.cores if c.coord is not None]
+
     @property
     def m(self) -> int:
         """Number of cores."""

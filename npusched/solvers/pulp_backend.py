@@ -108,7 +108,7 @@ def solve_linear(
     if status not in (Status.OPTIMAL, Status.FEASIBLE):
         return RawOutput(status, message=message)
     x = np.array([v.value() if v.value() is not None else 0.0 for v in xs], dtype=float)
-    objective = float(pulp.value(prob.objective))
+    objective = lm.objective_value(x)  # PuLP gives None for a constant objective
     bound: float | None = None
     if solver == "cbc":
         found = _CBC_LOWER.findall(cbc_log)

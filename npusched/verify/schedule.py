@@ -21,6 +21,7 @@ class VerifyReport:
     makespan: int | None
     violations: list[str] = field(default_factory=list)
     noc_cost: int | None = None
+    noc_bytes_hops: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -39,12 +40,14 @@ class VerifyReport:
 def verify(
     instance: SchedulingInstance, schedule: Schedule, claimed_makespan: float | None = None
 ) -> VerifyReport:
-    """Check that ``schedule`` is feasible for ``instance``.
+    """Check that ``schedule`` is feasible for ``instance``; on a mesh, recompute the NoC cost.
 
     Checks: every μop has exactly one start and one core; starts are non-negative integers; cores
     exist; each edge ``u → v`` has ``start[v] ≥ end[u]``; no two μops overlap on one core
     (half-open intervals ``[start, end)``); the makespan is recomputed and compared with
-    ``claimed_makespan`` when given.
+    ``claimed_makespan`` when given. When the cores sit on a mesh, ``noc_cost`` is Klotski's
+    eq. 14 (Σ over producer→consumer edges of the Manhattan hops between their cores) and
+    ``noc_bytes_hops`` the same weighted by the edges' bytes.
     """
     g, n, m = instance.graph, instance.n, instance.m
     ids = g.ids
@@ -84,4 +87,11 @@ def verify(
     makespan = int(end.max())
     if claimed_makespan is not None and abs(claimed_makespan - makespan) > 1e-6:
         bad.append(f"claimed makespan {claimed_makespan} differs from recomputed {makespan}")
-    return VerifyReport(makespan, bad)
+    report = VerifyReport(makespan, bad)
+    coords = [c.coord for c in instance.accelerator.cores]
+    if instance.accelerator.mesh is not None and all(c is not None for c in coords):
+        xy = np.asarray(coords, dtype=np.int64)[schedule.core]
+        hops = np.abs(xy[g.src] - xy[g.dst]).sum(axis=1)
+        report.noc_cost = int(hops.sum())
+        report.noc_bytes_hops = int((hops * g.bytes).sum())
+    return report
