@@ -103,11 +103,40 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         from npusched.plot import gantt
 
         gantt(inst, res.solution, args.gantt, title=f"{inst.name} — {res.method}/{res.backend}")
+    if args.heatmap and res.solution is not None:
+        _heatmap(inst, res.solution, args.heatmap, args.weighted, f"{inst.name} — {res.method}")
     if args.anytime:
         from npusched.plot import anytime
 
         anytime([res], args.anytime, title=inst.name, reference=inst.reference.optimum)
     return 0
+
+
+def _heatmap(inst, solution, path, weighted: bool, title: str) -> None:
+    """Link traffic of a placement, or of a schedule on a mesh (edges: count or bytes)."""
+    import numpy as np
+
+    from npusched.plot import link_traffic, mesh_heatmap
+    from npusched.problem.noc import Mesh
+    from npusched.problem.placement import Placement
+
+    if isinstance(solution, Placement):
+        mesh, cells = inst.mesh, inst.cell_array[solution.loc]
+        t, u = np.nonzero(inst.flow)
+        weight = inst.flow[t, u]
+    else:
+        acc = inst.accelerator
+        if acc.cells() is None:
+            raise ValueError("--heatmap needs cores on a mesh")
+        mesh, cells = Mesh(*acc.mesh), np.asarray(acc.cells())[solution.core]
+        t, u = inst.graph.src, inst.graph.dst
+        weight = inst.graph.bytes if weighted else np.ones(t.size)
+    labels: dict[int, str] = {}
+    for i, cell in enumerate(cells.tolist()):
+        labels[cell] = f"{labels[cell]}," if cell in labels else ""
+        labels[cell] += str(i)
+    load = link_traffic(mesh, cells[t], cells[u], weight)
+    mesh_heatmap(mesh, load, labels if len(cells) <= 3 * mesh.size else None, path, title)
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -242,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="write the solution JSON here")
     s.add_argument("--gantt", help="write a Gantt chart PNG here")
     s.add_argument("--anytime", help="write the anytime curve PNG here")
+    s.add_argument("--heatmap", help="write the mesh link-traffic heat map PNG here")
     s.add_argument("--log", action="store_true", help="show the solver's log")
     s.set_defaults(func=_cmd_solve)
 

@@ -126,3 +126,32 @@ def test_tabu_finds_nug12_optimum_and_cli_round_trip(tmp_path):
     assert data["kind"] == "placement" and data["noc_cost"] == inst.cost(placement.loc)
     proc = subprocess.run([*run, "verify", out, sol], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
+
+
+@settings(max_examples=10, deadline=None)
+@given(inst=placements())
+def test_link_traffic_adds_up_to_the_noc_cost(inst):
+    from npusched.plot import link_traffic
+
+    loc = solve(inst, "tabu").solution.loc
+    cells = inst.cell_array[loc]
+    t, u = np.nonzero(inst.flow)
+    load = link_traffic(inst.mesh, cells[t], cells[u], inst.flow[t, u])
+    assert load.sum() == inst.cost(loc)
+    assert (load >= 0).all()
+
+
+def test_heatmap_png_from_the_command_line(tmp_path):
+    import subprocess
+    import sys
+
+    inst = PlacementInstance(np.array([[0, 3, 1], [0, 0, 2], [4, 0, 0]]), Mesh(2, 2), name="h")
+    path, png = tmp_path / "h.json", tmp_path / "h.png"
+    write_placement(inst, path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "npusched", "solve", path, "--method", "greedy", "--heatmap", png],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert png.read_bytes()[:4] == b"\x89PNG"
