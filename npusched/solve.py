@@ -82,6 +82,22 @@ def _remaining(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.01, deadline - time.perf_counter())
 
 
+def _run_model(
+    model: Any, backend: str, warm: Any, threads: int, seed: int, log: bool, deadline: float | None
+) -> tuple[RawOutput, Any]:
+    """Run a formulation's :class:`LinearModel` warm-started from ``warm``; decode the answer."""
+    raw = solve_linear(
+        model.lm,
+        backend,
+        time_limit=_remaining(deadline),
+        threads=threads,
+        seed=seed,
+        warm_start=model.encode(warm),
+        log=log,
+    )
+    return raw, (model.decode(raw.x) if raw.x is not None else None)
+
+
 def _linear_result(method: str, backend: str, raw: RawOutput, solution: Any, stats: dict) -> Result:
     return Result(
         raw.status,
@@ -128,15 +144,7 @@ def _run_timeindexed(
     **_,
 ) -> Result:
     model = TimeIndexedModel(instance, warm.makespan(instance), relaxed, precedence)
-    raw = solve_linear(
-        model.lm,
-        backend,
-        time_limit=_remaining(deadline),
-        threads=threads,
-        seed=seed,
-        warm_start=model.encode(warm),
-        log=log,
-    )
+    raw, decoded = _run_model(model, backend, warm, threads, seed, log, deadline)
     stats = {
         "variables": model.lm.num_vars,
         "rows": model.lm.row_counts(),
@@ -144,8 +152,7 @@ def _run_timeindexed(
         "relaxed_eq19": relaxed,
         "precedence": precedence,
     }
-    sched = model.decode(raw.x) if raw.x is not None else None
-    return _linear_result("timeindexed", backend, raw, sched, stats)
+    return _linear_result("timeindexed", backend, raw, decoded, stats)
 
 
 def _run_cpsat(
@@ -204,16 +211,8 @@ def _run_twostage(
     slots = first.solution if isinstance(first.solution, Schedule) else warm
     mapping = stage2_instance(instance, slots.start, weighted)
     model = PlacementModel(mapping)
-    raw = solve_linear(
-        model.lm,
-        backend,
-        time_limit=_remaining(deadline),
-        threads=threads,
-        seed=seed,
-        warm_start=model.encode(Placement(slots.core)),
-        log=log,
-    )
-    cores = model.decode(raw.x).loc if raw.x is not None else slots.core
+    raw, placement = _run_model(model, backend, Placement(slots.core), threads, seed, log, deadline)
+    cores = slots.core if placement is None else placement.loc
     sched = Schedule(slots.start, cores)
     stats = {
         "stage1": {"status": first.status.value, "makespan": first.objective, "bound": first.bound},
@@ -257,18 +256,9 @@ def _run_qap(
     inst, backend, *, threads, seed, warm: Placement, log: bool = False, deadline=None, **_
 ) -> Result:
     model = PlacementModel(inst)
-    raw = solve_linear(
-        model.lm,
-        backend,
-        time_limit=_remaining(deadline),
-        threads=threads,
-        seed=seed,
-        warm_start=model.encode(warm),
-        log=log,
-    )
+    raw, decoded = _run_model(model, backend, warm, threads, seed, log, deadline)
     stats = {"variables": model.lm.num_vars, "rows": model.lm.row_counts()}
-    placement = model.decode(raw.x) if raw.x is not None else None
-    return _linear_result("qap", backend, raw, placement, stats)
+    return _linear_result("qap", backend, raw, decoded, stats)
 
 
 METHODS: dict[str, Method] = {
