@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from npusched.formulations.cpsat_intervals import IntervalModel
 from npusched.formulations.linear import LinearModel
 from npusched.formulations.qap import PlacementModel
@@ -44,16 +46,23 @@ def solve_linear(
     if backend == "highs":
         from npusched.solvers import highs
 
-        return highs.solve_linear(lm, **kw)
-    if backend == "cpsat":
+        raw = highs.solve_linear(lm, **kw)
+    elif backend == "cpsat":
         from npusched.solvers import cpsat
 
-        return cpsat.solve_linear(lm, **kw)
-    if backend in ("cbc", "pulp-highs"):
+        raw = cpsat.solve_linear(lm, **kw)
+    elif backend in ("cbc", "pulp-highs"):
         from npusched.solvers import pulp_backend
 
-        return pulp_backend.solve_linear(lm, solver="cbc" if backend == "cbc" else "highs", **kw)
-    raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(LINEAR_BACKENDS)}")
+        raw = pulp_backend.solve_linear(lm, solver="cbc" if backend == "cbc" else "highs", **kw)
+    else:
+        raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(LINEAR_BACKENDS)}")
+    if raw.x is not None:
+        # integer variables come back with round-off (1013.9999…): snap them, recompute the value
+        integral = np.asarray(lm.integral)
+        raw.x[integral] = np.round(raw.x[integral])
+        raw.objective = lm.objective_value(raw.x)
+    return raw
 
 
 @dataclass(frozen=True)

@@ -181,7 +181,7 @@ def test_twostage_on_a_mesh_from_the_command_line(tmp_path):
     inst, sol = tmp_path / "r1.json", tmp_path / "sol.json"
     src = SHARED / "stg" / "50" / "rand0001.stg"
     assert run("convert", "stg", src, "--mesh", "2x2", "-o", inst).returncode == 0
-    proc = run("solve", inst, "--method", "twostage", "--time-limit", 20, "--out", sol)
+    proc = run("solve", inst, "--method", "twostage", "--time-limit", 4, "--out", sol)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(sol.read_text())
     assert data["verified"] and data["noc_cost"] is not None

@@ -51,7 +51,7 @@ else:  # a random 12-task instance when ../shared is absent
     inst = PlacementInstance(flow, mesh, name="random12")
 print(inst.name, inst.n, "tasks on a", f"{inst.mesh.rows}x{inst.mesh.cols}", "mesh; published optimum:", inst.reference.optimum)
 results = {m: solve(inst, m, seed=0) for m in ("snake", "greedy", "anneal", "tabu")}
-results["qap"] = solve(inst, "qap", "cpsat", time_limit=20, threads=2)  # warm start: tabu
+results["qap"] = solve(inst, "qap", "highs", time_limit=5)  # warm start: tabu
 for name, r in results.items():
     print(f"{name:7s} cost {r.objective:g}", "" if r.bound is None else f"(bound {r.bound:g}, {r.status.value})")"""),
     md(r"""The heuristics find good placements quickly (robust tabu search usually reaches the published
