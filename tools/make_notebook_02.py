@@ -83,6 +83,8 @@ r1, r2 = verify(dag, stage1.solution), verify(dag, two.solution)
 print(f"slots only (cores by interval colouring): makespan {r1.makespan}, NoC cost {r1.noc_cost}")
 print(f"two-stage: makespan {r2.makespan}, NoC cost {r2.noc_cost}  ({two.stats['stage2']['status']})")"""),
 ]
-nb = nbf.v4.new_notebook(cells=cells, metadata={
-    "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+nb = nbf.v4.new_notebook(
+    cells=cells,
+    metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+)
 nbf.write(nb, "notebooks/02_noc_mapping.ipynb")
