@@ -16,6 +16,16 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return v
+
+
 def _mesh(text: str) -> tuple[int, int]:
     try:
         rows, cols = (int(v) for v in text.lower().split("x"))
@@ -243,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["cpsat", "highs", "cbc", "pulp-highs"],
         help="solver for the timeindexed (default highs) and qap (default cpsat) models",
     )
-    s.add_argument("--time-limit", type=float, default=10.0, help="seconds (default 10)")
+    s.add_argument("--time-limit", type=_positive_float, default=10.0, help="seconds (default 10)")
     s.add_argument("--threads", type=_positive_int, default=1)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument(
@@ -283,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated method[:backend], e.g. list,cpsat,timeindexed:cbc",
     )
     m.add_argument("--cores", type=_int_list, help="core counts for .stg files, e.g. 2,4,8,16")
-    m.add_argument("--time-limit", type=float, default=10.0)
+    m.add_argument("--time-limit", type=_positive_float, default=10.0, help="seconds per job")
     m.add_argument("--threads", type=_positive_int, default=1, help="solver threads per job")
     m.add_argument("--workers", type=_positive_int, help="parallel jobs (default cores / threads)")
     m.add_argument("--seed", type=int, default=0)

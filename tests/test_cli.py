@@ -190,3 +190,8 @@ def test_twostage_on_a_mesh_from_the_command_line(tmp_path):
     assert proc.returncode == 0 and "NoC cost" in proc.stdout
     proc = run("convert", "stg", src, "--mesh", "2y2", "-o", inst)
     assert proc.returncode == 2 and "ROWSxCOLS" in proc.stderr
+
+
+def test_time_limit_must_be_positive(diamond_json):
+    proc = run("solve", diamond_json, "--time-limit", "0")
+    assert proc.returncode == 2 and "must be positive" in proc.stderr

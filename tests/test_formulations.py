@@ -140,3 +140,9 @@ def test_disaggregated_lp_bound_is_at_least_eq18s(diamond):
         out = highs.solve_linear(lm, time_limit=10, threads=1, seed=0)
         bounds.append(out.objective)
     assert bounds[1] >= bounds[0] - 1e-9
+
+
+def test_time_indexed_refuses_a_model_too_large_to_build(monkeypatch, diamond):
+    monkeypatch.setattr(TimeIndexedModel, "MAX_BINARIES", 10)
+    with pytest.raises(ValueError, match="use the cpsat method"):
+        solve(diamond, "timeindexed")

@@ -29,6 +29,8 @@ class TimeIndexedModel:
     """
 
     PRECEDENCE = ("eq18", "disaggregated")
+    #: refuse to build models larger than this (memory and build time grow with it)
+    MAX_BINARIES = 2_000_000
 
     def __init__(
         self,
@@ -62,6 +64,12 @@ class TimeIndexedModel:
     def _variables(self) -> None:
         """``X_ij`` binary over each window (eq. 16), ``T`` integer in ``[0, horizon]``."""
         w = self.windows
+        size = int(w.width.sum())
+        if size > self.MAX_BINARIES:
+            raise ValueError(
+                f"the time-indexed model would need {size:,} binaries (windows of the horizon "
+                f"{w.horizon}); the limit is {self.MAX_BINARIES:,}: use the cpsat method"
+            )
         for i in range(self.instance.n):
             first = self.lm.num_vars
             for j in range(int(w.earliest[i]), int(w.latest[i]) + 1):
