@@ -65,6 +65,21 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         inst = read_stg(args.file, args.mesh[0] * args.mesh[1], mesh=args.mesh)
     else:
         inst = read_stg(args.file, args.cores)
+    noc = {"hop_latency": args.hop_latency, "link_bandwidth": args.link_bandwidth}
+    if args.edge_bytes or any(noc.values()):
+        import numpy as np
+
+        from npusched.problem import Accelerator, SchedulingInstance, UopGraph
+
+        if not args.mesh:
+            raise ValueError("--hop-latency, --link-bandwidth and --edge-bytes need --mesh")
+        g = inst.graph
+        graph = UopGraph(g.latency, g.src, g.dst, np.full(g.num_edges, args.edge_bytes), g.ids)
+        rows, cols = args.mesh
+        acc = Accelerator.mesh_grid(rows, cols, args.hop_latency, args.link_bandwidth)
+        # the published optimum assumes free transfers: it is no reference for this variant
+        source = {**inst.source, **noc, "edge_bytes": args.edge_bytes}
+        inst = SchedulingInstance(graph, acc, name=inst.name, source=source)
     write_instance(inst, args.output)
     print(
         f"wrote {args.output}: {inst.n} μops, {inst.graph.num_edges} edges, {inst.m} cores"
@@ -90,6 +105,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         relaxed=args.relaxed,
         precedence=args.precedence,
         weighted=args.weighted,
+        beta=args.beta,
         priority=args.priority,
         log=args.log,
     )
@@ -233,6 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
     cores = stg.add_mutually_exclusive_group(required=True)
     cores.add_argument("--cores", type=_positive_int, help="identical cores without a mesh")
     cores.add_argument("--mesh", type=_mesh, help="identical cores on a ROWSxCOLS mesh, e.g. 3x3")
+    stg.add_argument("--hop-latency", type=int, default=0, help="cycles per hop (with --mesh)")
+    stg.add_argument("--link-bandwidth", type=_positive_float, help="bytes/cycle (with --mesh)")
+    stg.add_argument("--edge-bytes", type=int, default=0, help="bytes on every edge (STG has none)")
     stg.add_argument("-o", "--output", required=True)
     stg.set_defaults(func=_cmd_convert)
     qap = csub.add_parser("qaplib", help="QAPLIB .dat on a grid (Nugent): a placement instance")
@@ -276,7 +295,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--weighted",
         action="store_true",
-        help="twostage: NoC cost in bytes x hops instead of hops (eq. 14)",
+        help="twostage, joint: NoC cost in bytes x hops instead of hops (eq. 14)",
+    )
+    s.add_argument(
+        "--beta",
+        type=float,
+        help="joint: minimise makespan + BETA x NoC cost (default: lexicographic)",
     )
     s.add_argument("--out", help="write the solution JSON here")
     s.add_argument("--gantt", help="write a Gantt chart PNG here")

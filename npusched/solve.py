@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from npusched.formulations.cpsat_intervals import IntervalModel
+from npusched.formulations.joint import JointModel
 from npusched.formulations.linear import LinearModel
 from npusched.formulations.qap import PlacementModel
 from npusched.formulations.timeindexed import TimeIndexedModel
@@ -76,6 +77,7 @@ class Method:
     description: str
     needs_identical_cores: bool = False
     needs_mesh: bool = False
+    handles_comm_delays: bool = False
 
     def supports(self, problem: Any) -> bool:
         if not isinstance(problem, self.problem):
@@ -83,6 +85,8 @@ class Method:
         if not isinstance(problem, SchedulingInstance):
             return True
         if self.needs_mesh and problem.accelerator.cells() is None:
+            return False
+        if problem.accelerator.has_comm_delays and not self.handles_comm_delays:
             return False
         return not self.needs_identical_cores or problem.identical_cores
 
@@ -247,6 +251,82 @@ def _run_twostage(
     )
 
 
+def _run_joint(
+    instance,
+    backend,
+    *,
+    threads,
+    seed,
+    warm: Schedule,
+    beta: float | None = None,
+    weighted: bool = False,
+    log: bool = False,
+    deadline=None,
+    **_,
+) -> Result:
+    """Klotski eq. 15 solved as one CP-SAT model: ``T + βC``, or lexicographic (``beta=None``):
+    first the makespan, then the NoC cost with the makespan held (half the time each)."""
+    from npusched.solvers.cpsat import run_cpsat
+
+    rep = verify(instance, warm)
+    warm_cost = (rep.noc_bytes_hops if weighted else rep.noc_cost) or 0
+    model = JointModel(instance, warm.makespan(instance), beta, weighted, warm_cost)
+    model.hint(warm)
+    remaining = _remaining(deadline)
+    first_limit = remaining if beta is not None or remaining is None else remaining / 2
+    kw = dict(threads=threads, seed=seed, log=log, params=model.PARAMETERS)
+    status, solver, rec = run_cpsat(model.model, time_limit=first_limit, **kw)
+    if status not in (Status.OPTIMAL, Status.FEASIBLE):
+        return Result(status, "joint", "cpsat", trace=rec.points)
+    sched = model.decode(solver)
+    if beta is not None:
+        scale = model.scale
+        return Result(
+            status,
+            "joint",
+            "cpsat",
+            solver.objective_value / scale,
+            solver.best_objective_bound / scale,
+            solution=sched,
+            trace=[
+                TracePoint(p.time, _div(p.incumbent, scale), _div(p.bound, scale))
+                for p in rec.points
+            ],
+            stats={"beta": beta, "weighted": weighted},
+        )
+    makespan, makespan_status = int(solver.objective_value), status
+    bound = solver.best_objective_bound
+    model.fix_makespan(makespan)
+    model.hint(sched)
+    status2, solver2, _trace2 = run_cpsat(model.model, time_limit=_remaining(deadline), **kw)
+    if status2 in (Status.OPTIMAL, Status.FEASIBLE):
+        sched = model.decode(solver2)
+    both = makespan_status is Status.OPTIMAL and status2 is Status.OPTIMAL
+    return Result(
+        Status.OPTIMAL if both else Status.FEASIBLE,
+        "joint",
+        "cpsat",
+        sched.makespan(instance),
+        bound,
+        solution=sched,
+        trace=rec.points,
+        stats={
+            "objective": "lexicographic (makespan, NoC cost)",
+            "makespan_status": makespan_status.value,
+            "noc_cost_status": status2.value,
+            "noc_cost_bound": solver2.best_objective_bound if status2 is not Status.ERROR else None,
+            "weighted": weighted,
+        },
+        message="optimal = lexicographically optimal (makespan first, then NoC cost)"
+        if both
+        else "",
+    )
+
+
+def _div(v: float | None, d: int) -> float | None:
+    return None if v is None else v / d
+
+
 # ---- placement on a mesh (Klotski Problem 3, QAP form) -----------------------------------------
 _PLACEMENT_HEURISTICS: dict[str, Callable[..., Placement]] = {
     "snake": lambda inst, seed: snake_placement(inst),
@@ -272,7 +352,21 @@ def _run_qap(
 
 METHODS: dict[str, Method] = {
     "list": Method(
-        "list", SchedulingInstance, ("none",), _run_list, "list scheduling (b-level priority)"
+        "list",
+        SchedulingInstance,
+        ("none",),
+        _run_list,
+        "list scheduling (b-level priority; earliest-task-first with NoC delays)",
+        handles_comm_delays=True,
+    ),
+    "joint": Method(
+        "joint",
+        SchedulingInstance,
+        ("cpsat",),
+        _run_joint,
+        "joint schedule + mapping + NoC delays, Klotski eq. 15 (T + beta C, or lexicographic)",
+        needs_mesh=True,
+        handles_comm_delays=True,
     ),
     "timeindexed": Method(
         "timeindexed",
@@ -330,6 +424,7 @@ def solve(
     relaxed: bool = False,
     precedence: str = "eq18",
     weighted: bool = False,
+    beta: float | None = None,
     priority: Priority = "blevel",
     log: bool = False,
 ) -> Result:
@@ -354,7 +449,9 @@ def solve(
     precedence
         Time-indexed model only: ``"eq18"`` (Klotski's aggregated rows) or ``"disaggregated"``.
     weighted
-        ``twostage``: NoC cost Σ bytes × hops instead of Σ hops (eq. 14).
+        ``twostage``, ``joint``: NoC cost Σ bytes × hops instead of Σ hops (eq. 14).
+    beta
+        ``joint``: minimise ``T + β·C``; ``None`` (default) is lexicographic (T, then C).
     priority
         List-scheduling priority of the heuristic and of the default warm start.
     """
@@ -374,6 +471,7 @@ def solve(
         if isinstance(problem, meth.problem):
             needs = ["identical cores"] if meth.needs_identical_cores else []
             needs += ["cores on a mesh"] if meth.needs_mesh else []
+            needs += [] if meth.handles_comm_delays else ["no NoC transfer delays"]
             why = f" (it needs {' and '.join(needs)})"
         raise ValueError(
             f"method {method!r} does not apply to this instance{why}; use one of {fits}"
@@ -402,6 +500,7 @@ def solve(
         relaxed=relaxed,
         precedence=precedence,
         weighted=weighted,
+        beta=beta,
         priority=priority,
         log=log,
         deadline=deadline,

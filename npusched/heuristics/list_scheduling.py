@@ -68,6 +68,8 @@ def list_schedule(instance: SchedulingInstance, priority: Priority = "blevel") -
     μop of a critical chain runs. The tests check the first inequality on random DAGs and the
     second against proven optima. No such bound holds for per-core latencies.
     """
+    if instance.accelerator.has_comm_delays:
+        return etf_schedule(instance, priority)
     g, m = instance.graph, instance.m
     dur = instance.duration
     prio = resolve_priority(instance, priority)
@@ -97,6 +99,53 @@ def list_schedule(instance: SchedulingInstance, priority: Priority = "blevel") -
                 indeg[j] -= 1
                 if indeg[j] == 0:
                     heapq.heappush(ready, (-prio[j], int(j)))
+    return Schedule(start, core)
+
+
+def etf_schedule(instance: SchedulingInstance, priority: Priority = "blevel") -> Schedule:
+    """Earliest-task-first list scheduling with NoC transfer delays (Hwang et al. 1989).
+
+    Repeatedly, among the μops whose producers are all placed, take the (μop, core) pair that can
+    start earliest, where a μop may start on core ``k`` once ``k`` is free and every producer's
+    data has arrived (its end plus :meth:`Accelerator.comm_delay` from the producer's core); ties go
+    to the higher priority, then the lower core index. Used by :func:`list_schedule` whenever the
+    accelerator has transfer delays; Graham's bound does not hold with delays.
+    """
+    g, acc = instance.graph, instance.accelerator
+    dur = instance.duration
+    prio = resolve_priority(instance, priority)
+    hops = acc.hops()
+    indeg = np.diff(g.pred_ptr).copy()
+    ready = set(np.flatnonzero(indeg == 0).tolist())
+    start = np.full(g.n, -1, dtype=np.int64)
+    core = np.full(g.n, -1, dtype=np.int64)
+    end = np.zeros(g.n, dtype=np.int64)
+    free = np.zeros(instance.m, dtype=np.int64)
+    edges_in = [np.arange(g.pred_ptr[i], g.pred_ptr[i + 1]) for i in range(g.n)]
+    order_in = np.argsort(g.dst, kind="stable")  # CSR position -> edge index
+    for _ in range(g.n):
+        best: tuple[int, float, int, int] | None = None
+        for i in ready:
+            e = order_in[edges_in[i]]
+            src = g.src[e]
+            arrive = np.zeros(instance.m, dtype=np.int64)
+            if e.size:
+                delay = acc.comm_delay(hops[core[src]][:, :], g.bytes[e][:, None])
+                arrive = (end[src][:, None] + delay).max(axis=0)
+            est = np.maximum(free, arrive)
+            k = int(np.argmin(est))
+            key = (int(est[k]), -prio[i], i, k)
+            if best is None or key < best:
+                best = key
+        assert best is not None
+        t, _, i, k = best
+        start[i], core[i], end[i] = t, k, t + int(dur[i, k])
+        free[k] = end[i]
+        ready.remove(i)
+        for j in g.succs(i):
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.add(int(j))
     return Schedule(start, core)
 
 

@@ -53,6 +53,10 @@ def instance_to_dict(inst: SchedulingInstance) -> dict[str, Any]:
     }
     if acc.mesh is not None:
         out["mesh"] = {"rows": acc.mesh[0], "cols": acc.mesh[1]}
+        if acc.hop_latency:
+            out["mesh"]["hop_latency"] = acc.hop_latency
+        if acc.link_bandwidth is not None:
+            out["mesh"]["link_bandwidth"] = acc.link_bandwidth
     out["uops"] = uops
     out["edges"] = [
         {"src": g.ids[s], "dst": g.ids[t], "bytes": int(b)}
@@ -111,7 +115,13 @@ def instance_from_dict(data: Any, path: str = "<memory>") -> SchedulingInstance:
                 )
         table = np.asarray(per_core, dtype=np.int64)
     try:
-        acc = Accelerator(tuple(cores), mesh)
+        mesh_data = data.get("mesh", {})
+        acc = Accelerator(
+            tuple(cores),
+            mesh,
+            mesh_data.get("hop_latency", 0),
+            mesh_data.get("link_bandwidth"),
+        )
         graph = UopGraph(
             np.array([u["latency"] for u in data["uops"]]),
             np.array(src, np.int64),

@@ -25,6 +25,36 @@ def _placement_ops(inst: PlacementInstance, placement: Placement) -> list[dict[s
     ]
 
 
+def _transfers(inst: SchedulingInstance, sched: Schedule) -> list[dict[str, Any]]:
+    """One record per edge between different mesh cores: its XY route and its transfer window
+    (from the producer's end, for the NoC delay of :meth:`Accelerator.comm_delay`)."""
+    acc, g = inst.accelerator, inst.graph
+    cells = acc.cells()
+    if acc.mesh is None or cells is None:
+        return []
+    from npusched.problem.noc import Mesh
+    from npusched.verify.schedule import edge_delays
+
+    mesh = Mesh(*acc.mesh)
+    end = sched.end(inst)
+    delay = edge_delays(inst, sched)
+    out = []
+    for e, (p, q) in enumerate(zip(g.src.tolist(), g.dst.tolist(), strict=True)):
+        a, b = cells[sched.core[p]], cells[sched.core[q]]
+        if a != b:
+            out.append(
+                {
+                    "src": g.ids[p],
+                    "dst": g.ids[q],
+                    "bytes": int(g.bytes[e]),
+                    "links": mesh.route(a, b),
+                    "start": int(end[p]),
+                    "end": int(end[p] + delay[e]),
+                }
+            )
+    return out
+
+
 def solution_to_dict(
     inst: SchedulingInstance | PlacementInstance, result: Result, instance_ref: str
 ) -> dict[str, Any]:
@@ -58,6 +88,7 @@ def solution_to_dict(
         out["noc_cost"] = report.noc_cost
         if report.noc_bytes_hops is not None:
             out["noc_bytes_hops"] = report.noc_bytes_hops
+        out["transfers"] = _transfers(inst, sched)
         out["ops"] = [
             {
                 "id": uid,

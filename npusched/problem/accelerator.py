@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Core:
@@ -38,10 +40,18 @@ class Core:
 
 @dataclass(frozen=True)
 class Accelerator:
-    """A set of cores, optionally laid out on a ``rows × cols`` mesh."""
+    """A set of cores, optionally laid out on a ``rows × cols`` mesh.
+
+    On a mesh, data sent between different cores takes
+    ``hops · hop_latency + ⌈bytes / link_bandwidth⌉`` cycles (:meth:`comm_delay`); with the
+    defaults (``hop_latency = 0``, no bandwidth limit) transfers are free and only the NoC cost
+    (hops) matters.
+    """
 
     cores: tuple[Core, ...]
     mesh: tuple[int, int] | None = None
+    hop_latency: int = 0
+    link_bandwidth: float | None = None
     index_of: dict[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -57,6 +67,10 @@ class Accelerator:
                     raise ValueError(
                         f"core {c.id}: coord {c.coord} is not on the {rows}x{cols} mesh"
                     )
+        if self.hop_latency < 0 or (self.link_bandwidth is not None and self.link_bandwidth <= 0):
+            raise ValueError("hop latency must be >= 0 and link bandwidth > 0")
+        if (self.hop_latency or self.link_bandwidth) and self.mesh is None:
+            raise ValueError("hop latency and link bandwidth need a mesh")
         object.__setattr__(self, "index_of", {cid: k for k, cid in enumerate(ids)})
 
     @classmethod
@@ -67,10 +81,33 @@ class Accelerator:
         return cls(tuple(Core(k, f"core{k}") for k in range(m)))
 
     @classmethod
-    def mesh_grid(cls, rows: int, cols: int) -> Accelerator:
+    def mesh_grid(
+        cls, rows: int, cols: int, hop_latency: int = 0, link_bandwidth: float | None = None
+    ) -> Accelerator:
         """``rows × cols`` identical cores on a mesh; core ``k`` at ``(k // cols, k % cols)``."""
         cores = tuple(Core(k, f"core{k}", coord=divmod(k, cols)) for k in range(rows * cols))
-        return cls(cores, (rows, cols))
+        return cls(cores, (rows, cols), hop_latency, link_bandwidth)
+
+    @property
+    def has_comm_delays(self) -> bool:
+        return self.hop_latency > 0 or self.link_bandwidth is not None
+
+    def hops(self) -> np.ndarray:
+        """``(m, m)`` Manhattan hops between cores (requires coordinates)."""
+        xy = np.array([c.coord for c in self.cores], dtype=np.int64)
+        return np.abs(xy[:, None, :] - xy[None, :, :]).sum(axis=2)
+
+    def transfer_cycles(self, nbytes: np.ndarray) -> np.ndarray:
+        """Serialisation time ``⌈bytes / link_bandwidth⌉`` (0 without a bandwidth limit)."""
+        if self.link_bandwidth is None:
+            return np.zeros_like(nbytes)
+        return np.ceil(np.asarray(nbytes) / self.link_bandwidth - 1e-9).astype(np.int64)
+
+    def comm_delay(self, hops: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+        """Cycles between a producer's end and a consumer's start ``hops`` away (0 on one core)."""
+        hops = np.asarray(hops)
+        delay = hops * self.hop_latency + self.transfer_cycles(nbytes)
+        return np.where(hops > 0, delay, 0)
 
     def cells(self) -> list[int] | None:
         """Mesh cell (row-major index) of each core, or ``None`` without a mesh."""

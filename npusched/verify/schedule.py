@@ -37,13 +37,23 @@ class VerifyReport:
         return self
 
 
+def edge_delays(instance: SchedulingInstance, schedule: Schedule) -> np.ndarray:
+    """Transfer time of every edge under ``schedule`` (0 on one core or without NoC delays)."""
+    acc, g = instance.accelerator, instance.graph
+    if not acc.has_comm_delays:
+        return np.zeros(g.num_edges, dtype=np.int64)
+    hops = acc.hops()[schedule.core[g.src], schedule.core[g.dst]]
+    return acc.comm_delay(hops, g.bytes).astype(np.int64)
+
+
 def verify(
     instance: SchedulingInstance, schedule: Schedule, claimed_makespan: float | None = None
 ) -> VerifyReport:
     """Check that ``schedule`` is feasible for ``instance``; on a mesh, recompute the NoC cost.
 
     Checks: every μop has exactly one start and one core; starts are non-negative integers; cores
-    exist; each edge ``u → v`` has ``start[v] ≥ end[u]``; no two μops overlap on one core
+    exist; each edge ``u → v`` has ``start[v] ≥ end[u] + delay`` (``delay`` = the NoC transfer
+    time between their cores, :meth:`Accelerator.comm_delay`); no two μops overlap on one core
     (half-open intervals ``[start, end)``); the makespan is recomputed and compared with
     ``claimed_makespan`` when given. When the cores sit on a mesh, ``noc_cost`` is Klotski's
     eq. 14 (Σ over producer→consumer edges of the Manhattan hops between their cores) and
@@ -64,12 +74,14 @@ def verify(
         return VerifyReport(None, bad)
 
     end = schedule.end(instance)
-    late = np.flatnonzero(schedule.start[g.dst] < end[g.src])
+    ready = end[g.src] + edge_delays(instance, schedule)
+    late = np.flatnonzero(schedule.start[g.dst] < ready)
     for e in late:
         u, v = int(g.src[e]), int(g.dst[e])
+        wait = "" if ready[e] == end[u] else f" plus its transfer, i.e. by {ready[e]}"
         bad.append(
             f"precedence {ids[u]} -> {ids[v]}: {ids[v]} starts at {schedule.start[v]} "
-            f"before {ids[u]} ends at {end[u]}"
+            f"before {ids[u]} ends at {end[u]}{wait}"
         )
 
     busy = np.flatnonzero(end > schedule.start)  # zero-length μops occupy no core time
