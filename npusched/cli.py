@@ -58,6 +58,24 @@ def _cmd_convert_qaplib(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from npusched.bench.generate import layered_dag
+    from npusched.io import write_instance
+
+    rows, cols = args.mesh
+    inst = layered_dag(
+        args.layers,
+        args.width,
+        (rows, cols),
+        hop_latency=args.hop_latency,
+        link_bandwidth=args.link_bandwidth,
+        seed=args.seed,
+    )
+    write_instance(inst, args.output)
+    print(f"wrote {args.output}: {inst.n} μops, {inst.graph.num_edges} edges, {rows}x{cols} mesh")
+    return 0
+
+
 def _cmd_convert(args: argparse.Namespace) -> int:
     from npusched.io import read_stg, write_instance
 
@@ -258,6 +276,18 @@ def build_parser() -> argparse.ArgumentParser:
     qap.add_argument("file")
     qap.add_argument("-o", "--output", required=True)
     qap.set_defaults(func=_cmd_convert_qaplib)
+
+    gen = sub.add_parser("generate", help="write a random instance")
+    gsub = gen.add_subparsers(dest="kind", required=True)
+    lay = gsub.add_parser("layered", help="layered DAG on a mesh with NoC delays")
+    lay.add_argument("--layers", type=_positive_int, default=6)
+    lay.add_argument("--width", type=_positive_int, default=4)
+    lay.add_argument("--mesh", type=_mesh, default=(3, 3), help="ROWSxCOLS (default 3x3)")
+    lay.add_argument("--hop-latency", type=int, default=1, help="cycles per hop (default 1)")
+    lay.add_argument("--link-bandwidth", type=_positive_float, default=8.0, help="bytes/cycle")
+    lay.add_argument("--seed", type=int, default=0)
+    lay.add_argument("-o", "--output", required=True)
+    lay.set_defaults(func=_cmd_generate)
 
     s = sub.add_parser("solve", help="schedule one instance")
     s.add_argument("instance", help="instance .json, QAPLIB .dat, or .stg with --cores")

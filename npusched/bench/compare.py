@@ -21,6 +21,8 @@ COLUMNS = [
     "status",
     "objective",
     "bound",
+    "makespan",
+    "noc_cost",
     "gap_bound",
     "reference",
     "gap_reference",
@@ -64,9 +66,10 @@ def run_job(job: Job) -> dict[str, Any]:
         precedence=job.precedence,
     )
     ref = inst.reference
-    verified = None
+    verified = makespan = noc_cost = None
     if res.solution is not None:
-        verified = check(inst, res.solution).ok
+        report = check(inst, res.solution)
+        verified, makespan, noc_cost = report.ok, report.makespan, report.noc_cost
     refval = (
         ref.optimum
         if ref.optimum is not None
@@ -86,6 +89,8 @@ def run_job(job: Job) -> dict[str, Any]:
         "status": res.status.value,
         "objective": res.objective,
         "bound": res.bound,
+        "makespan": makespan,
+        "noc_cost": noc_cost,
         "gap_bound": res.gap,
         "reference": refval,
         "gap_reference": gap_ref,
