@@ -10,6 +10,25 @@ import numpy as np
 from npusched.problem import Schedule, SchedulingInstance
 
 
+def _transfers(
+    ax: plt.Axes, instance: SchedulingInstance, schedule: Schedule, end: np.ndarray
+) -> None:
+    from npusched.verify.schedule import edge_delays
+
+    g = instance.graph
+    delay = edge_delays(instance, schedule)
+    for e in np.flatnonzero(delay > 0).tolist():
+        p, q = int(g.src[e]), int(g.dst[e])
+        ax.barh(
+            int(schedule.core[q]) + 0.45,
+            int(delay[e]),
+            left=int(end[p]),
+            height=0.1,
+            color="tab:orange",
+            alpha=0.7,
+        )
+
+
 def gantt(
     instance: SchedulingInstance,
     schedule: Schedule,
@@ -20,8 +39,9 @@ def gantt(
     """Draw ``schedule`` with cores as rows; μop ids are written in the bars when they fit.
 
     Bars are coloured by their position on the longest path (darker = more critical), so idle time
-    that delays the critical chain stands out. Returns the figure; saves a PNG when ``path``
-    is given."""
+    that delays the critical chain stands out. On a NoC with transfer delays, each transfer between
+    cores is a thin orange bar under the consumer's row, from the producer's end to the data's
+    arrival. Returns the figure; saves a PNG when ``path`` is given."""
     end = schedule.end(instance)
     ms = int(end.max())
     slack = instance.graph.heads(instance.min_duration) + instance.graph.tails(
@@ -53,6 +73,7 @@ def gantt(
                 fontsize=7,
                 color="white",
             )
+    _transfers(ax, instance, schedule, end)
     ax.axvline(ms, color="red", lw=1, ls="--")
     ax.set_yticks(np.arange(instance.m), [f"core {c.id}" for c in instance.accelerator.cores])
     ax.invert_yaxis()
