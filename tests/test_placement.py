@@ -155,3 +155,18 @@ def test_heatmap_png_from_the_command_line(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "cells", "count"),
+    [(3, 3, range(9), 8), (2, 3, range(6), 4), (1, 3, [1, 2], 1), (3, 5, range(14), 1)],
+)
+def test_mesh_symmetries_keep_the_cell_set_and_the_hops(rows, cols, cells, count):
+    mesh = Mesh(rows, cols)
+    cells = np.array(list(cells))
+    sym = mesh.symmetries(cells)
+    assert len(sym) == count and (sym[0] == np.arange(cells.size)).all()
+    d = mesh.distance()[np.ix_(cells, cells)]
+    for g in sym:
+        assert sorted(g.tolist()) == list(range(cells.size))
+        assert (d[np.ix_(g, g)] == d).all()

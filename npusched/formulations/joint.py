@@ -14,6 +14,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from npusched.problem.instance import SchedulingInstance
+from npusched.problem.noc import Mesh
 from npusched.problem.schedule import Schedule
 
 
@@ -153,19 +154,16 @@ class JointModel:
         md.add(inst.m * self.tmax >= sum(work))
 
     def _symmetry(self) -> None:
-        """Mesh symmetry (identical cores only): the first μop in topological order sits in the
-        fundamental region of the mesh's flips (and transposes when square)."""
+        """Mesh symmetry (identical cores only): the first μop in topological order sits on the
+        smallest core of its orbit under the mesh symmetries that keep the set of cores."""
         inst = self.instance
         if not inst.identical_cores:
             return
-        rows, cols = inst.accelerator.mesh or (1, 1)
+        acc = inst.accelerator
+        sym = Mesh(*(acc.mesh or (1, 1))).symmetries(np.asarray(acc.cells()))
         first = int(inst.graph.topo[0])
         for k in range(inst.m):
-            r, c = int(self.r[k]), int(self.c[k])
-            images = {(r, c), (rows - 1 - r, c), (r, cols - 1 - c), (rows - 1 - r, cols - 1 - c)}
-            if rows == cols:
-                images |= {(b, a) for a, b in images}
-            if min(a * cols + b for a, b in images) != r * cols + c:
+            if min(int(g[k]) for g in sym) != k:
                 self.model.add(self.y[first][k] == 0)
 
     def _objective(self) -> None:

@@ -82,3 +82,33 @@ class Mesh:
             cols = range(self.cols) if r % 2 == 0 else range(self.cols - 1, -1, -1)
             order.extend(r * self.cols + c for c in cols)
         return order
+
+    def symmetries(self, cells: NDArray[np.int64]) -> list[NDArray[np.int64]]:
+        """Mesh symmetries (flips; rotations and transposes on square meshes) that map the set
+        ``cells`` onto itself, each as a permutation of indices into ``cells`` (identity first).
+
+        Hops are invariant under them, so any of them turns a placement into one of equal cost.
+        """
+        R, C = self.rows, self.cols
+        maps = [
+            lambda r, c: (r, c),
+            lambda r, c: (R - 1 - r, c),
+            lambda r, c: (r, C - 1 - c),
+            lambda r, c: (R - 1 - r, C - 1 - c),
+        ]
+        if R == C:
+            maps += [
+                lambda r, c: (c, r),
+                lambda r, c: (C - 1 - c, r),
+                lambda r, c: (c, R - 1 - r),
+                lambda r, c: (C - 1 - c, R - 1 - r),
+            ]
+        rc = self.coords()[cells]
+        index = {int(cell): k for k, cell in enumerate(cells.tolist())}
+        out: list[NDArray[np.int64]] = []
+        for f in maps:
+            image = [int(a * C + b) for a, b in (f(int(r), int(c)) for r, c in rc)]
+            perm = [index.get(cell, -1) for cell in image]
+            if -1 not in perm and all(perm != list(p) for p in out):
+                out.append(np.array(perm, dtype=np.int64))
+        return out

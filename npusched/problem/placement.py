@@ -105,30 +105,8 @@ class PlacementInstance:
         return int((self.flow * d).sum())
 
     def symmetries(self) -> list[IntArray]:
-        """Mesh symmetries (flips, and transposes on square meshes) that keep ``cells`` as a set,
-        each as a permutation of cell indices."""
-        R, C = self.mesh.rows, self.mesh.cols
-        rc = self.mesh.coords()[self.cell_array]
-        maps = [
-            lambda r, c: (r, c),
-            lambda r, c: (R - 1 - r, c),
-            lambda r, c: (r, C - 1 - c),
-            lambda r, c: (R - 1 - r, C - 1 - c),
-        ]
-        if R == C:
-            maps += [
-                lambda r, c: (c, r),
-                lambda r, c: (C - 1 - c, r),
-                lambda r, c: (c, R - 1 - r),
-                lambda r, c: (C - 1 - c, R - 1 - r),
-            ]
-        index = {int(cell): k for k, cell in enumerate(self.cell_array)}
-        out = []
-        for f in maps:
-            image = [int(a * C + b) for a, b in (f(int(r), int(c)) for r, c in rc)]
-            if all(cell in index for cell in image):
-                out.append(np.array([index[cell] for cell in image], dtype=np.int64))
-        return out
+        """Mesh symmetries that keep ``cells`` as a set (see :meth:`Mesh.symmetries`)."""
+        return self.mesh.symmetries(self.cell_array)
 
 
 @dataclass(frozen=True)
