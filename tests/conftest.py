@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,17 @@ SHARED = ROOT.parent / "shared" / "benchmarks"
 needs_shared = pytest.mark.skipif(
     not SHARED.is_dir(), reason=f"shared benchmarks not found at {SHARED}"
 )
+
+
+def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
+    """Run ``npusched ARGS`` as a user would, in a subprocess, capturing its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "npusched", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 def make_instance(latency, edges, m, table=None, name="t") -> SchedulingInstance:

@@ -2,23 +2,13 @@
 
 import csv
 import json
-import subprocess
-import sys
 
 import pytest
-from conftest import SHARED, needs_shared
+from conftest import SHARED, needs_shared, run_cli
 
 from npusched.io import write_instance
 
-
-def run(*args, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "npusched", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=300,
-    )
+run = run_cli
 
 
 @pytest.fixture

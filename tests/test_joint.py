@@ -4,7 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import make_instance, random_instances
+from conftest import make_instance, random_instances, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -137,45 +137,13 @@ def test_layered_baselines_and_retiming_verify(seed, mesh, lat, bw):
 
 def test_generate_and_compare_from_the_command_line(tmp_path):
     import csv
-    import subprocess
-    import sys
 
-    run = [sys.executable, "-m", "npusched"]
     inst, rows = tmp_path / "l.json", tmp_path / "rows.csv"
-    proc = subprocess.run(
-        [
-            *run,
-            "generate",
-            "layered",
-            "--layers",
-            "4",
-            "--width",
-            "3",
-            "--mesh",
-            "2x2",
-            "--seed",
-            "5",
-            "-o",
-            inst,
-        ],
-        capture_output=True,
-        text=True,
-    )
+    gen = ["generate", "layered", "--layers", 4, "--width", 3, "--mesh", "2x2", "--seed", 5]
+    proc = run_cli(*gen, "-o", inst)
     assert proc.returncode == 0, proc.stderr
-    proc = subprocess.run(
-        [
-            *run,
-            "compare",
-            inst,
-            "--methods",
-            "zigzag,list,joint",
-            "--time-limit",
-            "10",
-            "--csv",
-            rows,
-        ],
-        capture_output=True,
-        text=True,
+    proc = run_cli(
+        "compare", inst, "--methods", "zigzag,list,joint", "--time-limit", 10, "--csv", rows
     )
     assert proc.returncode == 0, proc.stderr
     table = list(csv.DictReader(rows.open()))

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import ROOT, SHARED, needs_shared
+from conftest import ROOT, SHARED, needs_shared, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,19 +112,13 @@ def test_tabu_finds_nug12_optimum_and_cli_round_trip(tmp_path):
     inst = read_qaplib(dat)
     res = solve(inst, "tabu", seed=1)
     assert res.objective == inst.reference.optimum
-    import subprocess
-    import sys
-
     out, sol = tmp_path / "nug12.json", tmp_path / "sol.json"
-    run = [sys.executable, "-m", "npusched"]
-    assert subprocess.run([*run, "convert", "qaplib", dat, "-o", out]).returncode == 0
-    proc = subprocess.run(
-        [*run, "solve", out, "--method", "tabu", "--out", sol], capture_output=True, text=True
-    )
+    assert run_cli("convert", "qaplib", dat, "-o", out).returncode == 0
+    proc = run_cli("solve", out, "--method", "tabu", "--out", sol)
     assert proc.returncode == 0 and "verify=ok" in proc.stdout
     placement, data = read_solution(sol, load_instance(out))
     assert data["kind"] == "placement" and data["noc_cost"] == inst.cost(placement.loc)
-    proc = subprocess.run([*run, "verify", out, sol], capture_output=True, text=True)
+    proc = run_cli("verify", out, sol)
     assert proc.returncode == 0, proc.stdout
 
 
@@ -142,17 +136,10 @@ def test_link_traffic_adds_up_to_the_noc_cost(inst):
 
 
 def test_heatmap_png_from_the_command_line(tmp_path):
-    import subprocess
-    import sys
-
     inst = PlacementInstance(np.array([[0, 3, 1], [0, 0, 2], [4, 0, 0]]), Mesh(2, 2), name="h")
     path, png = tmp_path / "h.json", tmp_path / "h.png"
     write_placement(inst, path)
-    proc = subprocess.run(
-        [sys.executable, "-m", "npusched", "solve", path, "--method", "greedy", "--heatmap", png],
-        capture_output=True,
-        text=True,
-    )
+    proc = run_cli("solve", path, "--method", "greedy", "--heatmap", png)
     assert proc.returncode == 0, proc.stderr
     assert png.read_bytes()[:4] == b"\x89PNG"
 

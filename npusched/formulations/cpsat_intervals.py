@@ -24,8 +24,8 @@ class IntervalModel:
 
     #: CP-SAT settings for this model. With 2 workers the default cumulative propagation leaves the
     #: bound short on the STG set; timetable edge finding, the overload checker and precedence
-    #: reasoning inside the cumulative, plus the objective lower-bound search, close 13 of the 16
-    #: cases the defaults left open at 10 s (measured: see README, "STG sweep").
+    #: reasoning inside the cumulative, plus the objective lower-bound search, close 12 of the 16
+    #: cases the defaults left open at 10 s in the STG sweep (docs/results_stg.md).
     PARAMETERS: dict[str, bool] = {
         "use_timetable_edge_finding_in_cumulative": True,
         "use_overload_checker_in_cumulative": True,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from npusched.plot._figure import finish
 from npusched.solvers.result import Result
 
 
@@ -40,8 +41,4 @@ def anytime(
     ax.set_ylabel("makespan")
     ax.set_title(title or "anytime")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-    return fig
+    return finish(fig, path)

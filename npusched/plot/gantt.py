@@ -7,6 +7,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from npusched.plot._figure import finish
 from npusched.problem import Schedule, SchedulingInstance
 
 
@@ -79,8 +80,4 @@ def gantt(
     ax.invert_yaxis()
     ax.set_xlabel("cycle")
     ax.set_title(title or f"{instance.name}: makespan {ms}")
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-    return fig
+    return finish(fig, path)

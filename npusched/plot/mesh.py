@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.collections import LineCollection
 
+from npusched.plot._figure import finish
 from npusched.problem.noc import Mesh
 
 
@@ -58,8 +59,4 @@ def mesh_heatmap(
     ax.axis("off")
     fig.colorbar(lc, ax=ax, label="traffic per link")
     ax.set_title(title or f"{mesh.rows}x{mesh.cols} mesh: total {load.sum():g}")
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-    return fig
+    return finish(fig, path)
