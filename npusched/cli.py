@@ -228,17 +228,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def rep_kind(data: dict) -> str:
-    return str(data.get("kind", "dag_schedule"))
-
-
 def _cmd_verify(args: argparse.Namespace) -> int:
     from npusched.io import load_instance, read_solution
     from npusched.verify import check
 
     inst = load_instance(args.instance, args.cores)
     solution, data = read_solution(args.solution, inst)
-    claimed = data.get("makespan") if rep_kind(data) == "dag_schedule" else data.get("noc_cost")
+    kind = data.get("kind", "dag_schedule")
+    claimed = data.get("makespan") if kind == "dag_schedule" else data.get("noc_cost")
     rep = check(inst, solution, claimed)
     if rep.ok:
         value = ", ".join(

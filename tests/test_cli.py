@@ -185,3 +185,11 @@ def test_twostage_on_a_mesh_from_the_command_line(tmp_path):
 def test_time_limit_must_be_positive(diamond_json):
     proc = run("solve", diamond_json, "--time-limit", "0")
     assert proc.returncode == 2 and "must be positive" in proc.stderr
+
+
+def test_verify_names_a_broken_solution_file(tmp_path, diamond_json):
+    sol = tmp_path / "sol.json"
+    sol.write_text('{"ops": [')
+    proc = run("verify", diamond_json, sol)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert str(sol) in proc.stderr and "not valid JSON" in proc.stderr

@@ -130,7 +130,7 @@ def etf_schedule(instance: SchedulingInstance, priority: Priority = "blevel") ->
             src = g.src[e]
             arrive = np.zeros(instance.m, dtype=np.int64)
             if e.size:
-                delay = acc.comm_delay(hops[core[src]][:, :], g.bytes[e][:, None])
+                delay = acc.comm_delay(hops[core[src]], g.bytes[e][:, None])
                 arrive = (end[src][:, None] + delay).max(axis=0)
             est = np.maximum(free, arrive)
             k = int(np.argmin(est))

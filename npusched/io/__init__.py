@@ -1,8 +1,8 @@
 """Readers and writers: instance JSON, Kasahara STG, QAPLIB, solution JSON."""
 
-import json
 from pathlib import Path
 
+from npusched.io.atomic import read_json
 from npusched.io.errors import InputError
 from npusched.io.instance_json import instance_from_dict, read_instance, schema, write_instance
 from npusched.io.placement_json import (
@@ -29,14 +29,7 @@ def load_instance(
         return read_stg(path, cores)
     if path.suffix == ".dat":
         return read_qaplib(path)
-    try:
-        data = json.loads(path.read_text())
-    except OSError as err:
-        raise InputError(path, "(file)", err.strerror or str(err)) from None
-    except json.JSONDecodeError as err:
-        raise InputError(
-            path, f"(line {err.lineno}, column {err.colno})", f"not valid JSON: {err.msg}"
-        ) from None
+    data = read_json(path)
     if isinstance(data, dict) and data.get("format") == "npusched/placement/v1":
         return placement_from_dict(data, str(path))
     return instance_from_dict(data, str(path))

@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import numpy as np
 
-from npusched.io.atomic import write_json
+from npusched.io.atomic import read_json, write_json
 from npusched.io.errors import InputError
 from npusched.problem import Accelerator, Core, Reference, SchedulingInstance, UopGraph
 
@@ -138,17 +138,7 @@ def instance_from_dict(data: Any, path: str = "<memory>") -> SchedulingInstance:
 
 def read_instance(path: str | Path) -> SchedulingInstance:
     """Read and validate an instance JSON file."""
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise InputError(path, "(file)", err.strerror or str(err)) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(
-            path, f"(line {err.lineno}, column {err.colno})", f"not valid JSON: {err.msg}"
-        ) from None
-    return instance_from_dict(data, str(path))
+    return instance_from_dict(read_json(path), str(path))
 
 
 def write_instance(inst: SchedulingInstance, path: str | Path) -> None:

@@ -4,13 +4,12 @@ op ids = task (facility) index, ``core`` = mesh cell index, ``start = end = 0``,
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from npusched.io.atomic import write_json
+from npusched.io.atomic import read_json, write_json
 from npusched.io.errors import InputError
 from npusched.problem import Schedule, SchedulingInstance
 from npusched.problem.placement import Placement, PlacementInstance
@@ -127,12 +126,7 @@ def read_solution(
 ) -> tuple[Schedule | Placement, dict[str, Any]]:
     """Read a solution JSON written for ``inst``: the schedule or placement (by the source's op
     and core ids) and the raw record. Errors name the file, field and reason."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as err:
-        raise InputError(path, "(file)", err.strerror or str(err)) from None
-    except json.JSONDecodeError as err:
-        raise InputError(path, f"(line {err.lineno})", f"not valid JSON: {err.msg}") from None
+    data = read_json(path)
     ops = data.get("ops") if isinstance(data, dict) else None
     if not isinstance(ops, list):
         raise InputError(path, "ops", "missing or not a list")

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from npusched.problem.instance import Reference
+from npusched.problem.instance import Reference, SchedulingInstance
 from npusched.problem.noc import Mesh
 
 IntArray = NDArray[np.int64]
@@ -137,7 +137,9 @@ def overlap_groups(start: IntArray, end: IntArray) -> tuple[IntArray, ...]:
     return tuple(maximal)
 
 
-def stage2_instance(instance: Any, start: IntArray, weighted: bool = False) -> PlacementInstance:
+def stage2_instance(
+    instance: SchedulingInstance, start: IntArray, weighted: bool = False
+) -> PlacementInstance:
     """Klotski's stage 2 for fixed slots: map the μops of ``instance`` (with a mesh) to cores.
 
     Flow ``t → u`` counts the producer→consumer edges (eq. 14) or, with ``weighted``, their bytes;
