@@ -58,6 +58,20 @@ def _cmd_convert_qaplib(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_convert_stream(args: argparse.Namespace) -> int:
+    from npusched.io import read_stream, write_instance
+
+    inst = read_stream(args.file, args.free_allocation)
+    write_instance(inst, args.output)
+    print(
+        f"wrote {args.output}: {inst.n} CNs, {inst.graph.num_edges} edges, {inst.m} compute "
+        f"cores, {len(inst.topology.links)} links, {len(inst.dram)} DRAM tensors, "
+        f"{inst.source['allocation']} allocation; Stream's makespan "
+        f"{inst.source.get('stream_makespan')}"
+    )
+    return 0
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from npusched.bench.generate import layered_dag
     from npusched.io import write_instance
@@ -108,11 +122,11 @@ def _cmd_convert(args: argparse.Namespace) -> int:
 
 def _cmd_solve(args: argparse.Namespace) -> int:
     from npusched.io import load_instance, write_solution
-    from npusched.problem import Schedule, SchedulingInstance
+    from npusched.problem.placement import PlacementInstance
     from npusched.solve import solve
     from npusched.verify import check
 
-    inst = load_instance(args.instance, args.cores)
+    inst = load_instance(args.instance, args.cores, args.free_allocation)
     res = solve(
         inst,
         args.method,
@@ -138,15 +152,19 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         )
     if inst.reference.optimum is not None:
         line += f" reference={inst.reference.optimum}"
+    stream = getattr(inst, "source", {}).get("stream_makespan")
+    if stream and res.objective is not None:
+        line += f" stream={stream} ratio={res.objective / stream:.3f}"
     print(line)
     if res.message:
         print(f"note: {res.message}")
     if args.out:
         write_solution(args.out, inst, res, str(args.instance))
-    if isinstance(res.solution, Schedule) and isinstance(inst, SchedulingInstance) and args.gantt:
+    if args.gantt and not isinstance(inst, PlacementInstance) and res.solution is not None:
         from npusched.plot import gantt
 
-        gantt(inst, res.solution, args.gantt, title=f"{inst.name} — {res.method}/{res.backend}")
+        title = f"{inst.name} — {res.method}/{res.backend}"
+        gantt(inst, res.solution, args.gantt, title=title)  # type: ignore[arg-type]
     if args.heatmap and res.solution is not None:
         _heatmap(inst, res.solution, args.heatmap, args.weighted, f"{inst.name} — {res.method}")
     if args.anytime:
@@ -232,7 +250,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from npusched.io import load_instance, read_solution
     from npusched.verify import check
 
-    inst = load_instance(args.instance, args.cores)
+    inst = load_instance(args.instance, args.cores, args.free_allocation)
     solution, data = read_solution(args.solution, inst)
     kind = data.get("kind", "dag_schedule")
     claimed = data.get("makespan") if kind == "dag_schedule" else data.get("noc_cost")
@@ -273,6 +291,15 @@ def build_parser() -> argparse.ArgumentParser:
     qap.add_argument("file")
     qap.add_argument("-o", "--output", required=True)
     qap.set_defaults(func=_cmd_convert_qaplib)
+    stream = csub.add_parser("stream", help="Stream framework export (stream_instance/v1)")
+    stream.add_argument("file")
+    stream.add_argument(
+        "--free-allocation",
+        action="store_true",
+        help="any core in each CN's possible_cores (default: Stream's allocation)",
+    )
+    stream.add_argument("-o", "--output", required=True)
+    stream.set_defaults(func=_cmd_convert_stream)
 
     gen = sub.add_parser("generate", help="write a random instance")
     gsub = gen.add_subparsers(dest="kind", required=True)
@@ -290,9 +317,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("instance", help="instance .json, QAPLIB .dat, or .stg with --cores")
     s.add_argument("--cores", type=_positive_int, help="number of cores for an .stg file")
     s.add_argument(
+        "--free-allocation",
+        action="store_true",
+        help="Stream export: any core in possible_cores instead of Stream's allocation",
+    )
+    s.add_argument(
         "--method",
         choices=sorted(METHODS),
-        help="default: cpsat for a scheduling instance, qap for a placement instance",
+        help="default: cpsat for a scheduling instance, joint for a routed (Stream) instance, "
+        "qap for a placement instance",
     )
     s.add_argument(
         "--backend",
@@ -362,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("instance", help="instance .json (or .stg with --cores)")
     v.add_argument("solution", help="solution .json (DESIGN's contract)")
     v.add_argument("--cores", type=_positive_int, help="number of cores for an .stg file")
+    v.add_argument("--free-allocation", action="store_true", help="Stream export: free allocation")
     v.set_defaults(func=_cmd_verify)
     return p
 

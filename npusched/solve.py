@@ -13,6 +13,7 @@ from npusched.formulations.cpsat_intervals import IntervalModel
 from npusched.formulations.joint import JointModel
 from npusched.formulations.linear import LinearModel
 from npusched.formulations.qap import PlacementModel
+from npusched.formulations.routed import RoutedModel
 from npusched.formulations.timeindexed import TimeIndexedModel
 from npusched.heuristics.list_scheduling import Priority, list_schedule
 from npusched.heuristics.mesh_baselines import retime, zigzag_schedule
@@ -22,15 +23,17 @@ from npusched.heuristics.placement import (
     snake_placement,
     tabu_placement,
 )
+from npusched.heuristics.routed_list import routed_list_schedule
 from npusched.problem.instance import SchedulingInstance
 from npusched.problem.placement import Placement, PlacementInstance, stage2_instance
+from npusched.problem.routed import RoutedInstance, RoutedSchedule
 from npusched.problem.schedule import Schedule
 from npusched.solvers.common import RawOutput
 from npusched.solvers.result import Result, Status, TracePoint
-from npusched.verify import verify, verify_placement
+from npusched.verify import check, verify, verify_placement
 
 LINEAR_BACKENDS = ("highs", "cbc", "pulp-highs", "cpsat")
-Problem = SchedulingInstance | PlacementInstance
+Problem = SchedulingInstance | PlacementInstance | RoutedInstance
 
 
 def solve_linear(
@@ -72,15 +75,18 @@ class Method:
     """A registered method: the problem type it solves, its backends, and how to run it."""
 
     name: str
-    problem: type
+    problem: type | tuple[type, ...]
     backends: tuple[str, ...]
     run: Callable[..., Result]
     description: str
     needs_identical_cores: bool = False
     needs_mesh: bool = False
     handles_comm_delays: bool = False
+    handles_routing: bool = False
 
     def supports(self, problem: Any) -> bool:
+        if isinstance(problem, RoutedInstance):
+            return self.handles_routing
         if not isinstance(problem, self.problem):
             return False
         if not isinstance(problem, SchedulingInstance):
@@ -127,9 +133,12 @@ def _linear_result(method: str, backend: str, raw: RawOutput, solution: Any, sta
 
 
 # ---- μop scheduling (Klotski Problem 2) ---------------------------------------------------------
-def _heuristic_result(method: str, instance: SchedulingInstance, sched: Schedule) -> Result:
-    """A heuristic's schedule with the trivial bound max(CP, ⌈W/m⌉) (valid with NoC delays)."""
-    ms = sched.makespan(instance)
+def _heuristic_result(
+    method: str, instance: SchedulingInstance | RoutedInstance, sched: Schedule | RoutedSchedule
+) -> Result:
+    """A heuristic's schedule with the instance's trivial bound (max(CP, ⌈W/m⌉), plus forced
+    core loads and DRAM traffic on routed instances; valid with NoC delays)."""
+    ms = sched.makespan(instance)  # type: ignore[arg-type]
     lb = instance.lower_bound()
     return Result(
         Status.OPTIMAL if ms == lb else Status.FEASIBLE,
@@ -138,12 +147,16 @@ def _heuristic_result(method: str, instance: SchedulingInstance, sched: Schedule
         ms,
         lb,
         solution=sched,
-        message="bound = max(critical path, ceil(work / m)); optimal when it is reached",
+        message="bound = the instance's lower_bound(); optimal when it is reached",
     )
 
 
 def _run_list(instance, backend, *, priority: Priority = "blevel", **_) -> Result:
-    result = _heuristic_result("list", instance, list_schedule(instance, priority))
+    if isinstance(instance, RoutedInstance):
+        sched: Schedule | RoutedSchedule = routed_list_schedule(instance, priority)
+    else:
+        sched = list_schedule(instance, priority)
+    result = _heuristic_result("list", instance, sched)
     result.stats["priority"] = str(priority)
     return result
 
@@ -258,13 +271,53 @@ def _run_twostage(
     )
 
 
+def _run_routed(
+    instance: RoutedInstance,
+    *,
+    threads: int,
+    seed: int,
+    warm: RoutedSchedule,
+    log: bool = False,
+    deadline: float | None = None,
+) -> Result:
+    """Schedule, allocation and link-contended transfers in one CP-SAT model (makespan)."""
+    from npusched.solvers.cpsat import run_cpsat
+
+    model = RoutedModel(instance, warm.makespan(instance))
+    model.hint(warm)
+    status, solver, rec = run_cpsat(
+        model.model, time_limit=_remaining(deadline), threads=threads, seed=seed, log=log
+    )
+    if status not in (Status.OPTIMAL, Status.FEASIBLE):
+        return Result(status, "joint", "cpsat", trace=rec.points)
+    return Result(
+        status,
+        "joint",
+        "cpsat",
+        solver.objective_value,
+        solver.best_objective_bound,
+        solution=model.decode(solver),
+        trace=rec.points,
+        stats={"intervals_on_links": sum(len(v) for v in model.res_intervals.values())},
+    )
+
+
+def _routed_warm_start(instance: RoutedInstance, priority: Priority) -> RoutedSchedule:
+    """The best list schedule on the instance and, when it carries a known allocation (Stream's),
+    on that allocation."""
+    cands = [routed_list_schedule(instance, priority)]
+    if instance.preferred is not None and not instance.fixed_allocation:
+        cands.append(routed_list_schedule(instance.restricted(instance.preferred), priority))
+    return min(cands, key=lambda s: s.makespan(instance))
+
+
 def _run_joint(
     instance,
     backend,
     *,
     threads,
     seed,
-    warm: Schedule,
+    warm: Schedule | RoutedSchedule,
     beta: float | None = None,
     weighted: bool = False,
     log: bool = False,
@@ -275,6 +328,12 @@ def _run_joint(
     first the makespan, then the NoC cost with the makespan held (half the time each)."""
     from npusched.solvers.cpsat import run_cpsat
 
+    if isinstance(instance, RoutedInstance):
+        assert isinstance(warm, RoutedSchedule)
+        return _run_routed(
+            instance, threads=threads, seed=seed, warm=warm, log=log, deadline=deadline
+        )
+    assert isinstance(warm, Schedule)
     rep = verify(instance, warm)
     warm_cost = (rep.noc_bytes_hops if weighted else rep.noc_cost) or 0
     model = JointModel(instance, warm.makespan(instance), beta, weighted, warm_cost)
@@ -360,20 +419,24 @@ def _run_qap(
 METHODS: dict[str, Method] = {
     "list": Method(
         "list",
-        SchedulingInstance,
+        (SchedulingInstance, RoutedInstance),
         ("none",),
         _run_list,
-        "list scheduling (b-level priority; earliest-task-first with NoC delays)",
+        "list scheduling (b-level priority; earliest-task-first with NoC delays; transfers "
+        "booked on links for routed instances)",
         handles_comm_delays=True,
+        handles_routing=True,
     ),
     "joint": Method(
         "joint",
-        SchedulingInstance,
+        (SchedulingInstance, RoutedInstance),
         ("cpsat",),
         _run_joint,
-        "joint schedule + mapping + NoC delays, Klotski eq. 15 (T + beta C, or lexicographic)",
+        "joint schedule + mapping + NoC delays, Klotski eq. 15 (T + beta C, or lexicographic); "
+        "on routed instances transfers on links with NoOverlap per link",
         needs_mesh=True,
         handles_comm_delays=True,
+        handles_routing=True,
     ),
     "timeindexed": Method(
         "timeindexed",
@@ -426,6 +489,8 @@ METHODS: dict[str, Method] = {
 
 
 def default_method(problem: Problem) -> str:
+    if isinstance(problem, RoutedInstance):
+        return "joint"
     return "cpsat" if isinstance(problem, SchedulingInstance) else "qap"
 
 
@@ -437,7 +502,7 @@ def solve(
     time_limit: float | None = 10.0,
     threads: int = 1,
     seed: int = 0,
-    warm_start: Schedule | Placement | None = None,
+    warm_start: Schedule | RoutedSchedule | Placement | None = None,
     relaxed: bool = False,
     precedence: str = "eq18",
     weighted: bool = False,
@@ -485,7 +550,9 @@ def solve(
     if not meth.supports(problem):
         fits = [name for name, m in METHODS.items() if m.supports(problem)]
         why = ""
-        if isinstance(problem, meth.problem):
+        if isinstance(problem, RoutedInstance):
+            why = " (it does not model transfers on shared links)"
+        elif isinstance(problem, meth.problem):
             needs = ["identical cores"] if meth.needs_identical_cores else []
             needs += ["cores on a mesh"] if meth.needs_mesh else []
             needs += [] if meth.handles_comm_delays else ["no NoC transfer delays"]
@@ -495,7 +562,12 @@ def solve(
         )
     if (relaxed or precedence != "eq18") and method != "timeindexed":
         raise ValueError("--relaxed and --precedence apply to the time-indexed model only")
-    if isinstance(problem, SchedulingInstance):
+    if isinstance(problem, RoutedInstance):
+        if warm_start is None:
+            warm_start = _routed_warm_start(problem, priority)
+        elif not isinstance(warm_start, RoutedSchedule) or not check(problem, warm_start).ok:
+            raise ValueError("a routed warm start must be a feasible RoutedSchedule")
+    elif isinstance(problem, SchedulingInstance):
         if warm_start is None:
             warm_start = list_schedule(problem, priority)
         elif not isinstance(warm_start, Schedule):

@@ -50,7 +50,7 @@ class Job:
 def run_job(job: Job) -> dict[str, Any]:
     """Solve one job and return its table row; every schedule is verified here."""
     from npusched.io import load_instance, write_solution
-    from npusched.problem import SchedulingInstance
+    from npusched.problem.placement import PlacementInstance
     from npusched.solve import solve
     from npusched.verify import check
 
@@ -83,7 +83,7 @@ def run_job(job: Job) -> dict[str, Any]:
         write_solution(out, inst, res, job.path)
     return {
         "instance": inst.name,
-        "cores": inst.m if isinstance(inst, SchedulingInstance) else inst.cell_array.size,
+        "cores": inst.cell_array.size if isinstance(inst, PlacementInstance) else inst.m,
         "method": job.method if job.precedence == "eq18" else f"{job.method}-{job.precedence}",
         "backend": res.backend,
         "status": res.status.value,

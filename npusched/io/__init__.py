@@ -13,15 +13,18 @@ from npusched.io.placement_json import (
 )
 from npusched.io.solution_json import read_solution, solution_to_dict, write_solution
 from npusched.io.stg import read_stg
+from npusched.io.stream import read_stream, stream_from_dict
 from npusched.problem import SchedulingInstance
 from npusched.problem.placement import PlacementInstance
+from npusched.problem.routed import RoutedInstance
 
 
 def load_instance(
-    path: str | Path, cores: int | None = None
-) -> SchedulingInstance | PlacementInstance:
+    path: str | Path, cores: int | None = None, free_allocation: bool = False
+) -> SchedulingInstance | PlacementInstance | RoutedInstance:
     """Read an instance by its suffix and format: ``.stg`` (needs ``cores``), QAPLIB ``.dat``, or
-    ``.json`` (``npusched/instance/v1`` or ``npusched/placement/v1``, by its ``format`` field)."""
+    ``.json`` (``npusched/instance/v1``, ``npusched/placement/v1`` or a Stream export
+    ``stream_instance/v1``, with Stream's allocation unless ``free_allocation``)."""
     path = Path(path)
     if path.suffix == ".stg":
         if cores is None:
@@ -32,6 +35,10 @@ def load_instance(
     data = read_json(path)
     if isinstance(data, dict) and data.get("format") == "npusched/placement/v1":
         return placement_from_dict(data, str(path))
+    if isinstance(data, dict) and data.get("schema") == "stream_instance/v1":
+        return stream_from_dict(data, str(path), free_allocation)
+    if free_allocation:
+        raise InputError(path, "--free-allocation", "applies to Stream exports only")
     return instance_from_dict(data, str(path))
 
 
@@ -43,6 +50,7 @@ __all__ = [
     "read_qaplib",
     "read_solution",
     "read_stg",
+    "read_stream",
     "schema",
     "solution_to_dict",
     "write_instance",

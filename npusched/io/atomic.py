@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import jsonschema
 
 from npusched.io.errors import InputError
 
@@ -38,3 +42,19 @@ def write_json(path: str | Path, data: Any) -> None:
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    """A JSON Schema shipped in ``npusched/io/schema/``."""
+    return json.loads(resources.files("npusched.io").joinpath(f"schema/{name}").read_text())
+
+
+def validate(data: Any, schema_name: str, path: str | Path) -> None:
+    """Validate ``data`` against a shipped schema; the first error (in document order) raises
+    :class:`InputError` naming its field."""
+    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
+    errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        e = errors[0]
+        raise InputError(path, "/".join(map(str, e.absolute_path)) or "(top level)", e.message)

@@ -2,34 +2,27 @@
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import numpy as np
 
-from npusched.io.atomic import read_json, write_json
+from npusched.io.atomic import load_schema, read_json, validate, write_json
 from npusched.io.errors import InputError
 from npusched.problem import Accelerator, Core, Reference, SchedulingInstance, UopGraph
+from npusched.problem.routed import DramTensor, Link, RoutedInstance, Topology
 
 FORMAT = "npusched/instance/v1"
 
 
-@cache
 def schema() -> dict[str, Any]:
     """The published JSON Schema (also at ``instances/schema/instance.schema.json``)."""
-    text = resources.files("npusched.io").joinpath("schema/instance.schema.json").read_text()
-    return json.loads(text)
+    return load_schema("instance.schema.json")
 
 
-def _where(error: jsonschema.ValidationError) -> str:
-    return "/".join(str(p) for p in error.absolute_path) or "(top level)"
-
-
-def instance_to_dict(inst: SchedulingInstance) -> dict[str, Any]:
+def instance_to_dict(inst: SchedulingInstance | RoutedInstance) -> dict[str, Any]:
+    if isinstance(inst, RoutedInstance):
+        return _routed_to_dict(inst)
     g, acc = inst.graph, inst.accelerator
     cores = []
     for c in acc.cores:
@@ -68,13 +61,93 @@ def instance_to_dict(inst: SchedulingInstance) -> dict[str, Any]:
     return out
 
 
-def instance_from_dict(data: Any, path: str = "<memory>") -> SchedulingInstance:
-    """Validate ``data`` against the schema, then build the instance; errors name the field."""
-    validator = jsonschema.Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
-        raise InputError(path, _where(e), e.message)
+def _routed_to_dict(inst: RoutedInstance) -> dict[str, Any]:
+    out = instance_to_dict(inst.base)
+    ids, cores = inst.graph.ids, inst.accelerator.cores
+    for i, u in enumerate(out["uops"]):
+        if not inst.mask[i].all():
+            u["allowed_cores"] = [cores[k].id for k in np.flatnonzero(inst.mask[i])]
+        if inst.preferred is not None:
+            u["preferred_core"] = cores[int(inst.preferred[i])].id
+    topo = inst.topology
+    out["data_unit"] = inst.data_unit
+    out["topology"] = {
+        "dram_core": topo.dram,
+        "links": [
+            {
+                "id": ln.id,
+                "sender": ln.sender,
+                "receiver": ln.receiver,
+                "bandwidth": ln.bandwidth,
+                "bus_id": ln.bus_id,
+                "offchip": ln.offchip,
+                "name": ln.name,
+            }
+            for ln in topo.links
+        ],
+        "routes": [
+            {"src": a, "dst": b, "links": [topo.links[x].id for x in r]}
+            for (a, b), r in sorted(topo.routes.items())
+        ],
+    }
+    out["dram_tensors"] = [
+        {"name": t.name, "data": t.data, "consumers": [ids[i] for i in t.consumers.tolist()]}
+        for t in inst.dram
+    ]
+    return out
+
+
+def _routed_from_dict(data: dict[str, Any], base: SchedulingInstance, path: str) -> RoutedInstance:
+    index = {uid: i for i, uid in enumerate(base.graph.ids)}
+    col = base.accelerator.index_of
+    n, m = base.n, base.m
+    allowed = np.ones((n, m), dtype=bool)
+    preferred = None
+    for i, u in enumerate(data["uops"]):
+        for name in ("allowed_cores", "preferred_core"):
+            bad = [c for c in np.atleast_1d(u.get(name, [])).tolist() if c not in col]
+            if bad:
+                raise InputError(path, f"uops/{i}/{name}", f"core {bad[0]} does not exist")
+        if "allowed_cores" in u:
+            allowed[i] = False
+            allowed[i, [col[c] for c in u["allowed_cores"]]] = True
+    if all("preferred_core" in u for u in data["uops"]):
+        preferred = np.array([col[u["preferred_core"]] for u in data["uops"]], dtype=np.int64)
+    topo_data = data["topology"]
+    links = tuple(
+        Link(
+            ln["id"],
+            ln["sender"],
+            ln.get("receiver"),
+            ln["bandwidth"],
+            ln.get("bus_id", -1),
+            ln.get("offchip", False),
+            ln.get("name", ""),
+        )
+        for ln in topo_data["links"]
+    )
+    routes = {(r["src"], r["dst"]): tuple(r["links"]) for r in topo_data["routes"]}
+    tensors = []
+    for k, t in enumerate(data.get("dram_tensors", [])):
+        missing = [c for c in t["consumers"] if c not in index]
+        if missing:
+            raise InputError(path, f"dram_tensors/{k}/consumers", f"no μop has id {missing[0]!r}")
+        tensors.append(
+            DramTensor(t["name"], t["data"], np.array([index[c] for c in t["consumers"]]))
+        )
+    try:
+        topo = Topology(links, routes, topo_data.get("dram_core"))
+        return RoutedInstance(
+            base, topo, allowed, tuple(tensors), data.get("data_unit", "bytes"), preferred
+        )
+    except ValueError as err:
+        raise InputError(path, "topology", str(err)) from None
+
+
+def instance_from_dict(data: Any, path: str = "<memory>") -> SchedulingInstance | RoutedInstance:
+    """Validate ``data`` against the schema, then build the instance (a routed one when it has a
+    ``topology``); errors name the field."""
+    validate(data, "instance.schema.json", path)
     ids = [u["id"] for u in data["uops"]]
     index: dict[Any, int] = {}
     for k, uid in enumerate(ids):
@@ -130,16 +203,23 @@ def instance_from_dict(data: Any, path: str = "<memory>") -> SchedulingInstance:
             tuple(ids),
         )
         ref = Reference(**data.get("reference", {}))
-        return SchedulingInstance(graph, acc, table, data["name"], ref, data.get("source", {}))
+        inst = SchedulingInstance(graph, acc, table, data["name"], ref, data.get("source", {}))
     except ValueError as err:
         field = "edges" if "cycle" in str(err) or "edge" in str(err) else "(instance)"
         raise InputError(path, field, str(err)) from None
+    if "topology" in data:
+        return _routed_from_dict(data, inst, path)
+    if any(k in data for k in ("dram_tensors", "data_unit")) or any(
+        "allowed_cores" in u or "preferred_core" in u for u in data["uops"]
+    ):
+        raise InputError(path, "topology", "DRAM tensors and allowed cores need a topology")
+    return inst
 
 
-def read_instance(path: str | Path) -> SchedulingInstance:
+def read_instance(path: str | Path) -> SchedulingInstance | RoutedInstance:
     """Read and validate an instance JSON file."""
     return instance_from_dict(read_json(path), str(path))
 
 
-def write_instance(inst: SchedulingInstance, path: str | Path) -> None:
+def write_instance(inst: SchedulingInstance | RoutedInstance, path: str | Path) -> None:
     write_json(path, instance_to_dict(inst))

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import numpy as np
 
-from npusched.io.atomic import write_json
+from npusched.io.atomic import load_schema, validate, write_json
 from npusched.io.errors import InputError
 from npusched.problem.instance import Reference
 from npusched.problem.noc import Mesh
@@ -20,10 +16,8 @@ from npusched.problem.placement import PlacementInstance
 FORMAT = "npusched/placement/v1"
 
 
-@cache
 def placement_schema() -> dict[str, Any]:
-    text = resources.files("npusched.io").joinpath("schema/placement.schema.json").read_text()
-    return json.loads(text)
+    return load_schema("placement.schema.json")
 
 
 def placement_to_dict(inst: PlacementInstance) -> dict[str, Any]:
@@ -42,13 +36,7 @@ def placement_to_dict(inst: PlacementInstance) -> dict[str, Any]:
 
 
 def placement_from_dict(data: Any, path: str = "<memory>") -> PlacementInstance:
-    errors = sorted(
-        jsonschema.Draft202012Validator(placement_schema()).iter_errors(data),
-        key=lambda e: list(e.absolute_path),
-    )
-    if errors:
-        e = errors[0]
-        raise InputError(path, "/".join(map(str, e.absolute_path)) or "(top level)", e.message)
+    validate(data, "placement.schema.json", path)
     n = len(data["flow"])
     for t, row in enumerate(data["flow"]):
         if len(row) != n:

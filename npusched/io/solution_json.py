@@ -13,6 +13,7 @@ from npusched.io.atomic import read_json, write_json
 from npusched.io.errors import InputError
 from npusched.problem import Schedule, SchedulingInstance
 from npusched.problem.placement import Placement, PlacementInstance
+from npusched.problem.routed import RoutedInstance, RoutedSchedule, required_transfers
 from npusched.solvers.result import Result
 from npusched.verify import check
 
@@ -54,8 +55,38 @@ def _transfers(inst: SchedulingInstance, sched: Schedule) -> list[dict[str, Any]
     return out
 
 
+def _routed_transfers(inst: RoutedInstance, sched: RoutedSchedule) -> list[dict[str, Any]]:
+    """One record per transfer: ``{"src": <op id>, "dst_core": <core>, ...}`` for a producer's
+    output, ``{"src": "dram", "dst": <first op served>, "dst_core", "tensor", ...}`` for a DRAM
+    tensor; ``serves`` lists the ops on ``dst_core`` that wait for it."""
+    tr = required_transfers(inst, sched.core)
+    ids, cores, links = inst.graph.ids, inst.accelerator.cores, inst.topology.links
+    unit = "bits" if inst.data_unit == "bits" else "bytes"
+    out = []
+    for t in range(tr.size):
+        s = int(tr.src[t])
+        serves = [ids[j] for j in tr.serves[t].tolist()]
+        rec: dict[str, Any] = (
+            {"src": "dram", "dst": serves[0], "tensor": inst.dram[-1 - s].name}
+            if s < 0
+            else {"src": ids[s]}
+        )
+        rec |= {
+            "dst_core": cores[int(tr.dst_core[t])].id,
+            unit: int(tr.data[t]),
+            "links": [links[x].id for x in tr.route[t]],
+            "start": int(sched.tstart[t]),
+            "end": int(sched.tend[t]),
+            "serves": serves,
+        }
+        out.append(rec)
+    return out
+
+
 def solution_to_dict(
-    inst: SchedulingInstance | PlacementInstance, result: Result, instance_ref: str
+    inst: SchedulingInstance | PlacementInstance | RoutedInstance,
+    result: Result,
+    instance_ref: str,
 ) -> dict[str, Any]:
     """The contract's fields, plus verification, gap and the anytime trace."""
     out: dict[str, Any] = {
@@ -79,15 +110,19 @@ def solution_to_dict(
         out["ops"] = _placement_ops(inst, sched)
         out["verified"] = report.ok
         out["violations"] = report.violations[:100]
-    elif isinstance(sched, Schedule) and isinstance(inst, SchedulingInstance):
+    elif isinstance(sched, Schedule | RoutedSchedule) and not isinstance(inst, PlacementInstance):
         report = check(inst, sched)
-        end = sched.end(inst)
+        end = sched.end(inst)  # type: ignore[arg-type]
         cores = inst.accelerator.cores
         out["makespan"] = report.makespan
         out["noc_cost"] = report.noc_cost
         if report.noc_bytes_hops is not None:
             out["noc_bytes_hops"] = report.noc_bytes_hops
-        out["transfers"] = _transfers(inst, sched)
+        out["transfers"] = (
+            _routed_transfers(inst, sched)
+            if isinstance(inst, RoutedInstance) and isinstance(sched, RoutedSchedule)
+            else _transfers(inst, sched)  # type: ignore[arg-type]
+        )
         out["ops"] = [
             {
                 "id": uid,
@@ -114,7 +149,7 @@ def solution_to_dict(
 
 def write_solution(
     path: str | Path,
-    inst: SchedulingInstance | PlacementInstance,
+    inst: SchedulingInstance | PlacementInstance | RoutedInstance,
     result: Result,
     instance_ref: str,
 ) -> None:
@@ -122,8 +157,8 @@ def write_solution(
 
 
 def read_solution(
-    path: str | Path, inst: SchedulingInstance | PlacementInstance
-) -> tuple[Schedule | Placement, dict[str, Any]]:
+    path: str | Path, inst: SchedulingInstance | PlacementInstance | RoutedInstance
+) -> tuple[Schedule | RoutedSchedule | Placement, dict[str, Any]]:
     """Read a solution JSON written for ``inst``: the schedule or placement (by the source's op
     and core ids) and the raw record. Errors name the file, field and reason."""
     data = read_json(path)
@@ -158,4 +193,44 @@ def read_solution(
         raise InputError(path, "ops", f"no entry for μops {missing}")
     if isinstance(inst, PlacementInstance):
         return Placement(core), data
+    if isinstance(inst, RoutedInstance):
+        return _read_routed(path, inst, data, start, core), data
     return Schedule(start, core), data
+
+
+def _read_routed(
+    path: str | Path, inst: RoutedInstance, data: dict[str, Any], start: Any, core: Any
+) -> RoutedSchedule:
+    """Match the file's transfer records to the transfers the allocation needs. Records the
+    allocation does not need, or given twice, are input errors; missing ones stay at -1, which
+    verify reports."""
+    tr = required_transfers(inst, core)
+    slot = {tr.key(t): t for t in range(tr.size)}
+    index = {uid: i for i, uid in enumerate(inst.graph.ids)}
+    col = inst.accelerator.index_of
+    tensor_of = {t.name: k for k, t in enumerate(inst.dram)}
+    tstart = np.full(tr.size, -1, dtype=np.int64)
+    tend = np.full(tr.size, -1, dtype=np.int64)
+    recs = data.get("transfers", [])
+    if not isinstance(recs, list):
+        raise InputError(path, "transfers", "not a list")
+    for k, rec in enumerate(recs):
+        where = f"transfers/{k}"
+        try:
+            src = -1 - tensor_of[rec["tensor"]] if rec["src"] == "dram" else index[rec["src"]]
+            key = (src, col[rec["dst_core"]])
+            ts, te = int(rec["start"]), int(rec["end"])
+        except (KeyError, TypeError, ValueError):
+            raise InputError(
+                path,
+                where,
+                "needs 'src' (an op id, or \"dram\" with a 'tensor' name), a 'dst_core' of the "
+                "instance and integer 'start' and 'end'",
+            ) from None
+        if key not in slot:
+            raise InputError(path, where, "this allocation does not need such a transfer")
+        t = slot[key]
+        if tstart[t] >= 0:
+            raise InputError(path, where, "the same transfer appears twice")
+        tstart[t], tend[t] = ts, te
+    return RoutedSchedule(start, core, tstart, tend)

@@ -9,6 +9,7 @@ import numpy as np
 
 from npusched.plot._figure import finish
 from npusched.problem import Schedule, SchedulingInstance
+from npusched.problem.routed import RoutedInstance, RoutedSchedule, required_transfers
 
 
 def _transfers(
@@ -30,9 +31,33 @@ def _transfers(
         )
 
 
+def _link_rows(ax: plt.Axes, inst: RoutedInstance, sched: RoutedSchedule) -> list[str]:
+    """One row per link (bus) under the cores: its transfers, DRAM fetches in red."""
+    tr = required_transfers(inst, sched.core)
+    topo = inst.topology
+    rows: dict[int, int] = {}
+    names: list[str] = []
+    for t, route in enumerate(tr.route):
+        for x in route:
+            r = int(topo.resource_of[x])
+            if r not in rows:
+                rows[r] = inst.m + len(rows)
+                names.append(f"link {topo.links[x].id}")
+            ax.barh(
+                rows[r],
+                int(sched.tend[t] - sched.tstart[t]),
+                left=int(sched.tstart[t]),
+                height=0.6,
+                color="tab:red" if tr.src[t] < 0 else "tab:orange",
+                edgecolor="black",
+                linewidth=0.2,
+            )
+    return names
+
+
 def gantt(
-    instance: SchedulingInstance,
-    schedule: Schedule,
+    instance: SchedulingInstance | RoutedInstance,
+    schedule: Schedule | RoutedSchedule,
     path: str | Path | None = None,
     title: str = "",
     label_limit: int = 80,
@@ -42,18 +67,25 @@ def gantt(
     Bars are coloured by their position on the longest path (darker = more critical), so idle time
     that delays the critical chain stands out. On a NoC with transfer delays, each transfer between
     cores is a thin orange bar under the consumer's row, from the producer's end to the data's
-    arrival. Returns the figure; saves a PNG when ``path`` is given."""
-    end = schedule.end(instance)
+    arrival. With routed transfers, each link (bus) used gets a row of its own below the cores
+    (orange: outputs between cores, red: DRAM fetches). Returns the figure; saves a PNG when
+    ``path`` is given."""
+    routed = instance if isinstance(instance, RoutedInstance) else None
+    base = routed.base if routed is not None else instance
+    assert isinstance(base, SchedulingInstance)
+    schedule_ = Schedule(schedule.start, schedule.core)
+    end = schedule_.end(base)
     ms = int(end.max())
-    slack = instance.graph.heads(instance.min_duration) + instance.graph.tails(
-        instance.min_duration
-    )
+    slack = base.graph.heads(base.min_duration) + base.graph.tails(base.min_duration)
     crit = slack / max(1, slack.max())
     fig, ax = plt.subplots(
-        figsize=(min(18, 4 + 0.08 * ms + 0.1 * instance.n), 1 + 0.45 * instance.m)
+        figsize=(
+            min(18, 4 + 0.08 * ms + 0.1 * base.n),
+            1 + 0.45 * (base.m + (routed.topology.num_resources if routed else 0)),
+        )
     )
     cmap = plt.get_cmap("viridis_r")
-    for i in range(instance.n):
+    for i in range(base.n):
         k, s, e = int(schedule.core[i]), int(schedule.start[i]), int(end[i])
         ax.barh(
             k,
@@ -64,20 +96,24 @@ def gantt(
             edgecolor="black",
             linewidth=0.4,
         )
-        if instance.n <= label_limit:
+        if base.n <= label_limit:
             ax.text(
                 (s + e) / 2,
                 k,
-                str(instance.graph.ids[i]),
+                str(base.graph.ids[i]),
                 ha="center",
                 va="center",
                 fontsize=7,
                 color="white",
             )
-    _transfers(ax, instance, schedule, end)
+    labels = [f"core {c.id}" for c in base.accelerator.cores]
+    if routed is not None and isinstance(schedule, RoutedSchedule):
+        labels += _link_rows(ax, routed, schedule)
+    else:
+        _transfers(ax, base, schedule_, end)
     ax.axvline(ms, color="red", lw=1, ls="--")
-    ax.set_yticks(np.arange(instance.m), [f"core {c.id}" for c in instance.accelerator.cores])
+    ax.set_yticks(np.arange(len(labels)), labels)
     ax.invert_yaxis()
     ax.set_xlabel("cycle")
-    ax.set_title(title or f"{instance.name}: makespan {ms}")
+    ax.set_title(title or f"{base.name}: makespan {ms}")
     return finish(fig, path)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npusched.problem.placement import Placement
+from npusched.problem.routed import RoutedSchedule
 from npusched.problem.schedule import Schedule
 
 
@@ -45,7 +46,7 @@ class Result:
     objective: float | None = None
     bound: float | None = None
     runtime: float = 0.0
-    solution: Schedule | Placement | None = None
+    solution: Schedule | RoutedSchedule | Placement | None = None
     trace: list[TracePoint] = field(default_factory=list)
     threads: int = 1
     seed: int = 0

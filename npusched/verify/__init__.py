@@ -3,15 +3,22 @@
 from typing import Any
 
 from npusched.problem.placement import Placement, PlacementInstance
+from npusched.problem.routed import RoutedInstance, RoutedSchedule
 from npusched.problem.schedule import Schedule
 from npusched.verify.placement import verify_placement
+from npusched.verify.routed import verify_routed
 from npusched.verify.schedule import VerificationError, VerifyReport, verify
 
 
 def check(
-    problem: Any, solution: Schedule | Placement, claimed: float | None = None
+    problem: Any, solution: Schedule | RoutedSchedule | Placement, claimed: float | None = None
 ) -> VerifyReport:
-    """Verify any solution against its problem: a schedule (makespan) or a placement (NoC cost)."""
+    """Verify any solution against its problem: a schedule (makespan), a schedule with routed
+    transfers, or a placement (NoC cost)."""
+    if isinstance(problem, RoutedInstance) or isinstance(solution, RoutedSchedule):
+        if not isinstance(problem, RoutedInstance) or not isinstance(solution, RoutedSchedule):
+            return VerifyReport(None, ["routed schedules and routed instances go together"])
+        return verify_routed(problem, solution, claimed)
     if isinstance(solution, Placement):
         if not isinstance(problem, PlacementInstance):
             return VerifyReport(None, ["a placement was given for a scheduling instance"])
@@ -20,4 +27,11 @@ def check(
     return verify(problem, solution, claimed)
 
 
-__all__ = ["VerificationError", "VerifyReport", "check", "verify", "verify_placement"]
+__all__ = [
+    "VerificationError",
+    "VerifyReport",
+    "check",
+    "verify",
+    "verify_placement",
+    "verify_routed",
+]

@@ -1,0 +1,81 @@
+"""Check a schedule with routed transfers (:mod:`npusched.problem.routed`) without trusting the
+method that produced it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npusched.problem.routed import RoutedInstance, RoutedSchedule, required_transfers
+from npusched.problem.schedule import Schedule
+from npusched.verify.schedule import VerifyReport, verify
+
+
+def verify_routed(
+    inst: RoutedInstance, sched: RoutedSchedule, claimed_makespan: float | None = None
+) -> VerifyReport:
+    """Check ``sched`` against ``inst``.
+
+    On top of :func:`~npusched.verify.schedule.verify` (one start and core per μop, precedence,
+    no overlap on a core, recomputed makespan): every μop runs on an allowed core; the transfers
+    are exactly those the assignment needs (:func:`required_transfers`), each lasting at least
+    ``⌈data / min bandwidth⌉``, starting at or after its producer's end (DRAM tensors at or after
+    0) and ending at or before the start of every μop it serves; each link or bus carries one
+    transfer at a time (half-open windows).
+    """
+    base = verify(inst.base, Schedule(sched.start, sched.core), claimed_makespan)
+    if base.makespan is None:
+        return base
+    bad = base.violations
+    ids, cores = inst.graph.ids, inst.accelerator.cores
+    for i in np.flatnonzero(~inst.mask[np.arange(inst.n), sched.core]):
+        bad.append(f"μop {ids[i]} runs on core {cores[sched.core[i]].id}, which it may not use")
+    tr = required_transfers(inst, sched.core)
+    if sched.tstart.shape != (tr.size,) or sched.tend.shape != (tr.size,):
+        bad.append(
+            f"the assignment needs {tr.size} transfers, the schedule times {sched.tstart.size}"
+        )
+        return base
+    end = sched.end(inst)
+
+    def name(t: int) -> str:
+        s = int(tr.src[t])
+        what = f"DRAM tensor {inst.dram[-1 - s].name}" if s < 0 else f"output of {ids[s]}"
+        return f"transfer of {what} to core {cores[tr.dst_core[t]].id}"
+
+    for t in range(tr.size):
+        s, ts, te = int(tr.src[t]), int(sched.tstart[t]), int(sched.tend[t])
+        if ts < 0 and te < 0:
+            bad.append(f"{name(t)} is needed but not scheduled")
+            continue
+        if te - ts < tr.cycles[t]:
+            bad.append(f"{name(t)} takes {te - ts} cycles, less than {tr.cycles[t]}")
+        release = 0 if s < 0 else int(end[s])
+        if ts < release:
+            bad.append(f"{name(t)} starts at {ts}, before {release}")
+        late = tr.serves[t][sched.start[tr.serves[t]] < te]
+        for j in late[:3].tolist():
+            bad.append(f"{name(t)} ends at {te}, after μop {ids[j]} starts at {sched.start[j]}")
+    use_t, use_r = [], []
+    for t, route in enumerate(tr.route):
+        for x in route:
+            use_t.append(t)
+            use_r.append(int(inst.topology.resource_of[x]))
+    if use_t:
+        ut, ur = np.asarray(use_t), np.asarray(use_r)
+        busy = sched.tend[ut] > sched.tstart[ut]
+        ut, ur = ut[busy], ur[busy]
+        order = np.lexsort((sched.tstart[ut], ur))
+        ut, ur = ut[order], ur[order]
+        same = ur[1:] == ur[:-1]
+        clash = np.flatnonzero(same & (sched.tstart[ut[1:]] < sched.tend[ut[:-1]]))
+        links = inst.topology.links
+        for k in clash[:20].tolist():
+            a, b = int(ut[k]), int(ut[k + 1])
+            on = [links[x].id for x in tr.route[a] if inst.topology.resource_of[x] == ur[k]]
+            bad.append(
+                f"link {on[0]}: {name(a)} [{sched.tstart[a]}, {sched.tend[a]}) and {name(b)} "
+                f"[{sched.tstart[b]}, {sched.tend[b]}) overlap"
+            )
+    base.noc_cost = int(sum(len(r) for r in tr.route))
+    base.noc_bytes_hops = int(sum(len(r) * int(d) for r, d in zip(tr.route, tr.data, strict=True)))
+    return base
