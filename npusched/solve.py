@@ -280,25 +280,46 @@ def _run_routed(
     log: bool = False,
     deadline: float | None = None,
 ) -> Result:
-    """Schedule, allocation and link-contended transfers in one CP-SAT model (makespan)."""
-    from npusched.solvers.cpsat import run_cpsat
+    """Schedule, allocation and link-contended transfers in one CP-SAT model (makespan).
+
+    CP-SAT runs in a child process stopped at the time limit: on models with thousands of
+    intervals it spends minutes loading them without checking its own limit. When stopped, the
+    result is the warm start with the instance's lower bound, and the message says so."""
+    from npusched.solvers.cpsat import run_cpsat_within
 
     model = RoutedModel(instance, warm.makespan(instance))
     model.hint(warm)
-    status, solver, rec = run_cpsat(
-        model.model, time_limit=_remaining(deadline), threads=threads, seed=seed, log=log
+    stats = {"intervals_on_links": sum(len(v) for v in model.res_intervals.values())}
+    remaining = _remaining(deadline)
+    out = run_cpsat_within(
+        model.model,
+        time_limit=3600.0 if remaining is None else remaining,
+        threads=threads,
+        seed=seed,
+        log=log,
     )
-    if status not in (Status.OPTIMAL, Status.FEASIBLE):
-        return Result(status, "joint", "cpsat", trace=rec.points)
+    if out is None or out[1] is None:
+        status = Status.FEASIBLE if out is None else out[0]
+        if status in (Status.INFEASIBLE, Status.ERROR):
+            return Result(status, "joint", "cpsat", stats=stats)
+        result = _heuristic_result("joint", instance, warm)
+        result.backend, result.stats = "cpsat", stats
+        result.message = (
+            "CP-SAT returned no solution within the time limit; result = the warm start, "
+            "bound = the instance's lower bound"
+        )
+        return result
+    status, values, points = out
+    assert values is not None
     return Result(
         status,
         "joint",
         "cpsat",
-        solver.objective_value,
-        solver.best_objective_bound,
-        solution=model.decode(solver),
-        trace=rec.points,
-        stats={"intervals_on_links": sum(len(v) for v in model.res_intervals.values())},
+        values.objective_value,
+        values.best_objective_bound,
+        solution=model.decode(values),
+        trace=points,
+        stats=stats,
     )
 
 

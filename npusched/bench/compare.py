@@ -78,6 +78,11 @@ def run_job(job: Job) -> dict[str, Any]:
     gap_ref = None
     if ref.optimum is not None and res.objective is not None and ref.optimum > 0:
         gap_ref = (res.objective - ref.optimum) / ref.optimum
+    stream = getattr(inst, "source", {}).get("stream_makespan")
+    if stream and refval is None:  # a Stream export: compare with Stream's own schedule
+        refval = f"Stream {stream}"
+        if res.objective is not None:
+            gap_ref = (res.objective - stream) / stream
     if job.solution_dir is not None and res.solution is not None:
         out = Path(job.solution_dir) / f"{inst.name}.{job.method}.{res.backend}.json"
         write_solution(out, inst, res, job.path)

@@ -210,7 +210,8 @@ class RoutedModel:
             m.add_hint(self.tstart[(src, a, c)], int(sched.tstart[t]))
         m.add_hint(self.T, sched.makespan(self.inst))
 
-    def decode(self, solver: cp_model.CpSolver) -> RoutedSchedule:
+    def decode(self, solver: Any) -> RoutedSchedule:
+        """The schedule in a solved ``CpSolver`` (or anything with ``value``/``boolean_value``)."""
         inst = self.inst
         start = np.array([solver.value(v) for v in self.s], dtype=np.int64)
         core = np.array(

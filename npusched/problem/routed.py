@@ -231,33 +231,79 @@ class RoutedInstance:
         assert sa is not None
         return self.topology.route(sa, ids[b].id)
 
+    def _bandwidths(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(m, m)`` bottleneck bandwidth between cores (inf on the diagonal) and ``(m,)`` from
+        the DRAM core (0 without one)."""
+        bw = np.full((self.m, self.m), np.inf)
+        for a in range(self.m):
+            for c in range(self.m):
+                if a != c:
+                    bw[a, c] = min(self.topology.links[x].bandwidth for x in self.route(a, c))
+        dram = np.zeros(self.m)
+        if self.topology.dram is not None:
+            dram = np.array(
+                [
+                    min(self.topology.links[x].bandwidth for x in self.route(-1, c))
+                    for c in range(self.m)
+                ]
+            )
+        return bw, dram
+
     def lower_bound(self) -> int:
         """A makespan bound valid for every allowed assignment and any transfer timing.
 
-        The largest of: the critical path with each μop at its fastest allowed latency; the load
-        of μops that can run on one core only; ``⌈Σ fastest latencies / m⌉``; and, when all DRAM
-        routes share one resource, the DRAM traffic on it (each tensor crosses it at least once,
-        at the fastest bandwidth of any route) plus the shortest consumer.
+        The largest of:
+
+        - the critical path with each μop at its fastest allowed latency, where a data edge
+          whose ends can share no core costs its fastest possible transfer, and a μop cannot start
+          before its DRAM tensors can arrive on any of its cores;
+        - the load of μops that can run on one core only, and ``⌈Σ fastest latencies / m⌉``;
+        - when all DRAM routes share a link: the DRAM traffic on it (each tensor once per core
+          its consumers are forced onto, at least once, at the route's bandwidth) plus the
+          shortest remaining path of a DRAM consumer: the fetch that ends last still has to be
+          consumed.
         """
         d = self.min_duration
-        g = self.graph
-        bound = max(int((g.heads(d) + d).max()), -(-int(d.sum()) // self.m))
-        only = self.mask.sum(axis=1) == 1
+        g, mask = self.graph, self.mask
+        bw, dram_bw = self._bandwidths()
+        output = np.zeros(self.n, dtype=np.int64)
+        np.maximum.at(output, g.src, g.bytes)
+        pair = mask[g.src][:, :, None] & mask[g.dst][:, None, :]
+        best = np.where(pair, bw[None], 0.0).max(axis=(1, 2))
+        weight = np.where(g.bytes > 0, np.ceil(output[g.src] / best - 1e-9), 0).astype(np.int64)
+        head = np.zeros(self.n, dtype=np.int64)
+        for t in self.dram:
+            if t.data > 0 and t.consumers.size:
+                fastest = np.where(mask[t.consumers], dram_bw[None], 0.0).max(axis=1)
+                np.maximum.at(head, t.consumers, np.ceil(t.data / fastest - 1e-9).astype(np.int64))
+        in_edges = np.argsort(g.dst, kind="stable")
+        for q in g.topo.tolist():
+            e = in_edges[g.pred_ptr[q] : g.pred_ptr[q + 1]]
+            if e.size:
+                p = g.src[e]
+                head[q] = max(head[q], int((head[p] + d[p] + weight[e]).max()))
+        bound = max(int((head + d).max()), -(-int(d.sum()) // self.m))
+        only = mask.sum(axis=1) == 1
         if only.any():
-            core = np.argmax(self.mask, axis=1)
+            core = np.argmax(mask, axis=1)
             load = np.bincount(core[only], weights=d[only], minlength=self.m)
             bound = max(bound, int(load.max()))
-        if self.dram:
+        used = [t for t in self.dram if t.data > 0 and t.consumers.size]
+        if used:
             routes = [self.route(-1, k) for k in range(self.m)]
             shared = set.intersection(
                 *({int(self.topology.resource_of[x]) for x in r} for r in routes)
             )
             if shared:
-                fastest = max(min(self.topology.links[x].bandwidth for x in r) for r in routes if r)
-                traffic = sum(
-                    int(np.ceil(t.data / fastest - 1e-9)) for t in self.dram if t.consumers.size
-                )
-                last = min(int(d[t.consumers].min()) for t in self.dram if t.consumers.size)
+                traffic = 0
+                for t in used:
+                    forced = np.unique(np.argmax(mask[t.consumers], axis=1)[only[t.consumers]])
+                    if forced.size:
+                        traffic += int(np.ceil(t.data / dram_bw[forced] - 1e-9).sum())
+                    else:
+                        traffic += int(np.ceil(t.data / dram_bw.max() - 1e-9))
+                tail = g.tails(d)
+                last = min(int(tail[t.consumers].min()) for t in used)
                 bound = max(bound, traffic + last)
         return bound
 

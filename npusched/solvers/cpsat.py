@@ -103,3 +103,77 @@ def solve_linear(
         return RawOutput(status, trace=rec.points)
     x = np.array([solver.value(v) for v in xs], dtype=float)
     return RawOutput(status, x, solver.objective_value, solver.best_objective_bound, rec.points)
+
+
+class Values:
+    """What :func:`run_cpsat_within` brings back from the child process: the variable values of
+    the best solution, read like a ``CpSolver`` (``value``, ``boolean_value``)."""
+
+    def __init__(self, solution: list[int], objective: float, bound: float, wall: float) -> None:
+        self.solution, self.objective_value = solution, objective
+        self.best_objective_bound, self.wall_time = bound, wall
+
+    def value(self, var: cp_model.IntVar) -> int:
+        return int(self.solution[var.index])
+
+    def boolean_value(self, var: cp_model.IntVar) -> bool:
+        return bool(self.solution[var.index])
+
+
+def _child(conn: Any, model: cp_model.CpModel, kw: dict[str, Any]) -> None:
+    try:
+        status, solver, rec = run_cpsat(model, **kw)
+        found = status in (Status.OPTIMAL, Status.FEASIBLE)
+        conn.send(
+            (
+                status,
+                list(solver.response_proto.solution) if found else [],
+                solver.objective_value if found else float("nan"),
+                solver.best_objective_bound if found else float("nan"),
+                solver.wall_time,
+                rec.points,
+            )
+        )
+    except BaseException as err:  # noqa: BLE001 - reported to the parent
+        conn.send(err)
+    finally:
+        conn.close()
+
+
+def run_cpsat_within(
+    model: cp_model.CpModel,
+    *,
+    time_limit: float,
+    threads: int,
+    seed: int,
+    log: bool = False,
+    params: dict[str, Any] | None = None,
+    grace: float = 2.0,
+) -> tuple[Status, Values | None, list[Any]] | None:
+    """:func:`run_cpsat` in a forked process that is stopped at the time limit, for models so
+    large that CP-SAT overruns its own limit while loading them (it does not check the limit
+    there). CP-SAT gets ``grace`` seconds less (at most half the limit) to hand back its result.
+    Returns ``None`` when the process had to be stopped."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    inner = max(time_limit - grace, time_limit / 2)
+    kw = dict(time_limit=inner, threads=threads, seed=seed, log=log, params=params)
+    proc = ctx.Process(target=_child, args=(child, model, kw), daemon=True)
+    proc.start()
+    child.close()
+    try:
+        if not parent.poll(time_limit):
+            return None
+        out = parent.recv()
+    except EOFError:
+        return None
+    finally:
+        proc.terminate()
+        proc.join(5)
+    if isinstance(out, BaseException):
+        raise out
+    status, solution, objective, bound, wall, points = out
+    values = Values(solution, objective, bound, wall) if solution else None
+    return status, values, points

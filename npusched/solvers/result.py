@@ -65,7 +65,9 @@ class Result:
 
     def summary(self) -> str:
         def fmt(v: float | None) -> str:
-            return "-" if v is None else f"{v:g}"
+            if v is None:
+                return "-"
+            return str(int(v)) if float(v).is_integer() else f"{v:.6g}"
 
         gap = "-" if self.gap is None else f"{100 * self.gap:.2f}%"
         return (
