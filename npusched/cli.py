@@ -72,6 +72,16 @@ def _cmd_convert_stream(args: argparse.Namespace) -> int:
     return 0
 
 
+def _contended(inst, contention: bool):
+    """The instance itself, or with ``--contention`` its routed form (transfers hold the links
+    of their XY route, one at a time per link)."""
+    if not contention:
+        return inst
+    from npusched.problem.routed import RoutedInstance
+
+    return RoutedInstance.from_mesh(inst)
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from npusched.bench.generate import layered_dag
     from npusched.io import write_instance
@@ -85,8 +95,12 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         link_bandwidth=args.link_bandwidth,
         seed=args.seed,
     )
-    write_instance(inst, args.output)
-    print(f"wrote {args.output}: {inst.n} μops, {inst.graph.num_edges} edges, {rows}x{cols} mesh")
+    write_instance(_contended(inst, args.contention), args.output)
+    what = " with link contention" if args.contention else ""
+    print(
+        f"wrote {args.output}: {inst.n} μops, {inst.graph.num_edges} edges, "
+        f"{rows}x{cols} mesh{what}"
+    )
     return 0
 
 
@@ -112,6 +126,9 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         # the published optimum assumes free transfers: it is no reference for this variant
         source = {**inst.source, **noc, "edge_bytes": args.edge_bytes}
         inst = SchedulingInstance(graph, acc, name=inst.name, source=source)
+    if args.contention and not (args.mesh and args.link_bandwidth):
+        raise ValueError("--contention needs --mesh and --link-bandwidth")
+    inst = _contended(inst, args.contention)
     write_instance(inst, args.output)
     print(
         f"wrote {args.output}: {inst.n} μops, {inst.graph.num_edges} edges, {inst.m} cores"
@@ -285,6 +302,11 @@ def build_parser() -> argparse.ArgumentParser:
     stg.add_argument("--hop-latency", type=int, default=0, help="cycles per hop (with --mesh)")
     stg.add_argument("--link-bandwidth", type=_positive_float, help="bytes/cycle (with --mesh)")
     stg.add_argument("--edge-bytes", type=int, default=0, help="bytes on every edge (STG has none)")
+    stg.add_argument(
+        "--contention",
+        action="store_true",
+        help="transfers hold the links of their XY route, one at a time per link (routed)",
+    )
     stg.add_argument("-o", "--output", required=True)
     stg.set_defaults(func=_cmd_convert)
     qap = csub.add_parser("qaplib", help="QAPLIB .dat on a grid (Nugent): a placement instance")
@@ -310,6 +332,11 @@ def build_parser() -> argparse.ArgumentParser:
     lay.add_argument("--hop-latency", type=int, default=1, help="cycles per hop (default 1)")
     lay.add_argument("--link-bandwidth", type=_positive_float, default=8.0, help="bytes/cycle")
     lay.add_argument("--seed", type=int, default=0)
+    lay.add_argument(
+        "--contention",
+        action="store_true",
+        help="transfers hold the links of their XY route, one at a time per link (routed)",
+    )
     lay.add_argument("-o", "--output", required=True)
     lay.set_defaults(func=_cmd_generate)
 

@@ -18,6 +18,7 @@ unsolvable, here with NoC transfer delays."""),
     code("""import numpy as np
 import matplotlib.pyplot as plt
 from npusched import solve, verify
+from npusched.verify import verify_routed
 from npusched.problem.noc import Mesh
 from npusched.problem.placement import PlacementInstance
 from npusched.plot import link_traffic, mesh_heatmap"""),
@@ -105,6 +106,39 @@ for row in rows:
     print("{:9s} makespan {:4d}  NoC cost {:4d}  {}".format(*row))
 gantt(noc, best.solution, title="joint model, transfers in orange")
 plt.show()"""),
+    md(r"""## Link contention: one transfer at a time per link
+The delay model above lets any number of transfers share a link. With contention, a producer's
+output travels once to every other core that hosts one of its consumers, as an interval
+$\tau$ of length $\lambda \cdot \text{hops} + \lceil b / B \rceil$ that holds every link of its
+XY route, and each link carries one transfer at a time:
+$\text{NoOverlap}(\{\tau : \ell \in \text{route}(\tau)\})$ for every link $\ell$. Its optimum
+can only be later than the delay model's."""),
+    code("""from npusched.problem.routed import RoutedInstance
+routed = RoutedInstance.from_mesh(noc)
+rc = solve(routed, "joint", time_limit=10, threads=2)
+rep = verify_routed(routed, rc.solution).raise_if_failed()
+print(f"delay model {best.objective:.0f} <= with contention {rc.objective:.0f} ({rc.status.value})")
+gantt(routed, rc.solution, title="with link contention: one row per link used")
+plt.show()"""),
+    md(r"""## Stream's instances: an off-chip DRAM link shared by all weight fetches
+Stream (KU Leuven) exports its computation nodes (CNs), per-core latencies, links and routes.
+`read_stream` keeps Stream's allocation (or frees it within each CN's `possible_cores`); weights
+and first-layer inputs start in DRAM and cross the single off-chip link. The list scheduler books
+every transfer on its links; the exact model is the same CP-SAT model as above. This cell needs
+`../shared/benchmarks/stream` and is skipped without it."""),
+    code("""SHARED_STREAM = Path("../../shared/benchmarks/stream/tiny_res16_tpu_quad_core_fused.json")
+if SHARED_STREAM.is_file():
+    from npusched.io import read_stream
+    tiny = read_stream(SHARED_STREAM)
+    r = solve(tiny, "joint", time_limit=10, threads=2)
+    rep = verify_routed(tiny, r.solution).raise_if_failed()
+    stream = tiny.source["stream_makespan"]
+    print(f"ours {rep.makespan} (bound {r.bound:.0f}) vs Stream's {stream}: "
+          f"{rep.makespan / stream:.2f}x")
+    gantt(tiny, r.solution, title="Stream's tiny CNN on Stream's allocation (red: DRAM fetches)")
+    plt.show()
+else:
+    print(f"skipped: {SHARED_STREAM} not found")"""),
 ]
 nb = nbf.v4.new_notebook(
     cells=cells,

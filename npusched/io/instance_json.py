@@ -73,6 +73,7 @@ def _routed_to_dict(inst: RoutedInstance) -> dict[str, Any]:
     out["data_unit"] = inst.data_unit
     out["topology"] = {
         "dram_core": topo.dram,
+        "hop_latency": topo.hop_latency,
         "links": [
             {
                 "id": ln.id,
@@ -136,7 +137,7 @@ def _routed_from_dict(data: dict[str, Any], base: SchedulingInstance, path: str)
             DramTensor(t["name"], t["data"], np.array([index[c] for c in t["consumers"]]))
         )
     try:
-        topo = Topology(links, routes, topo_data.get("dram_core"))
+        topo = Topology(links, routes, topo_data.get("dram_core"), topo_data.get("hop_latency", 0))
         return RoutedInstance(
             base, topo, allowed, tuple(tensors), data.get("data_unit", "bytes"), preferred
         )

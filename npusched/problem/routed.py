@@ -32,8 +32,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from npusched.problem.accelerator import Accelerator
 from npusched.problem.dag import IntArray
 from npusched.problem.instance import SchedulingInstance
+from npusched.problem.noc import Mesh
 
 BoolArray = NDArray[np.bool_]
 
@@ -64,6 +66,7 @@ class Topology:
     links: tuple[Link, ...]
     routes: dict[tuple[int, int], tuple[int, ...]]
     dram: int | None = None
+    hop_latency: int = 0
     resource_of: IntArray = field(init=False, repr=False)
     link_index: dict[int, int] = field(init=False, repr=False)
 
@@ -109,11 +112,34 @@ class Topology:
             raise ValueError(f"no route from core {a} to core {b}") from None
 
     def cycles(self, data: int, route: tuple[int, ...]) -> int:
-        """``⌈data / min bandwidth on the route⌉``: the shortest time the transfer can take."""
+        """``hops · hop_latency + ⌈data / min bandwidth on the route⌉``: the shortest time the
+        transfer can take (it holds every link of its route meanwhile)."""
         if not route or data <= 0:
             return 0
         bw = min(self.links[k].bandwidth for k in route)
-        return int(np.ceil(data / bw - 1e-9))
+        return len(route) * self.hop_latency + int(np.ceil(data / bw - 1e-9))
+
+    @classmethod
+    def from_mesh(
+        cls, accelerator: Accelerator, bandwidth: float, hop_latency: int = 0
+    ) -> Topology:
+        """The directed links of the accelerator's mesh with XY routes between its cores."""
+        if accelerator.mesh is None or accelerator.cells() is None:
+            raise ValueError("the accelerator has no mesh")
+        mesh = Mesh(*accelerator.mesh)
+        links = tuple(
+            Link(k, a, b, bandwidth, name=f"{a}->{b}") for k, (a, b) in enumerate(mesh.links)
+        )
+        cells = accelerator.cells()
+        assert cells is not None
+        ids = [c.id for c in accelerator.cores]
+        routes = {
+            (ids[i], ids[j]): tuple(mesh.route(cells[i], cells[j]))
+            for i in range(len(ids))
+            for j in range(len(ids))
+            if i != j
+        }
+        return cls(links, routes, None, hop_latency)
 
 
 @dataclass(frozen=True)
@@ -170,6 +196,16 @@ class RoutedInstance:
             if pref.shape != (n,) or not allowed[np.arange(n), pref].all():
                 raise ValueError("the preferred allocation must give each μop an allowed core")
             object.__setattr__(self, "preferred", pref)
+
+    @classmethod
+    def from_mesh(cls, inst: SchedulingInstance) -> RoutedInstance:
+        """A mesh instance with link contention: its mesh links (bandwidth and hop latency of
+        the accelerator) carry transfers one at a time along XY routes; data in bytes."""
+        acc = inst.accelerator
+        if acc.link_bandwidth is None:
+            raise ValueError("link contention needs a link bandwidth")
+        topo = Topology.from_mesh(acc, acc.link_bandwidth, acc.hop_latency)
+        return cls(inst, topo, data_unit="bytes")
 
     def restricted(self, core: IntArray) -> RoutedInstance:
         """The same instance with the allocation fixed to ``core`` (core index per μop)."""
