@@ -175,6 +175,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     print(line)
     if res.message:
         print(f"note: {res.message}")
+    _memory_note(inst, res.solution)
     if args.out:
         write_solution(args.out, inst, res, str(args.instance))
     if args.gantt and not isinstance(inst, PlacementInstance) and res.solution is not None:
@@ -189,6 +190,25 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
         anytime([res], args.anytime, title=inst.name, reference=inst.reference.optimum)
     return 0
+
+
+def _memory_note(inst, solution) -> None:
+    """Routed instances: the peak data each core holds (the model has no memory limit)."""
+    from npusched.problem.routed import RoutedInstance, RoutedSchedule
+
+    if not isinstance(inst, RoutedInstance) or not isinstance(solution, RoutedSchedule):
+        return
+    from npusched.verify.routed import memory_peaks
+
+    cap = inst.source.get("memory_bits", {})
+    parts = []
+    for core, peak in zip(inst.accelerator.cores, memory_peaks(inst, solution), strict=True):
+        size = cap.get(str(core.id))
+        over = " OVER" if size and peak > size else ""
+        parts.append(f"{core.id}: {peak}" + (f"/{size}{over}" if size else ""))
+    print(
+        f"peak {inst.data_unit} resident per core (no memory limit modelled): " + ", ".join(parts)
+    )
 
 
 def _heatmap(inst, solution, path, weighted: bool, title: str) -> None:

@@ -242,3 +242,16 @@ def test_mesh_contention_is_never_faster_than_delays_only(seed, mesh):
     assert b.objective >= a.objective
     back = instance_from_dict(instance_to_dict(routed_inst))
     assert check(back, b.solution).ok
+
+
+def test_memory_peaks_by_hand():
+    """Core 0 keeps 0's output (8) until its transfer ends at 5; core 1 holds the received
+    output (8, from 3) and the DRAM tensor (8, from 0) until μop 1 ends at 6: peak 16."""
+    from npusched.verify.routed import memory_peaks
+
+    inst = routed([3, 1], [(0, 1, 8)], allowed=[{0}, {1}], dram=[(8, [1])])
+    tr = required_transfers(inst, np.array([0, 1]))
+    assert tr.src.tolist() == [0, -1]  # output first, then the DRAM tensor
+    sched = RoutedSchedule(np.array([0, 5]), np.array([0, 1]), np.array([3, 0]), np.array([5, 4]))
+    assert check(inst, sched).ok
+    assert memory_peaks(inst, sched).tolist() == [8, 16]

@@ -15,7 +15,9 @@ What is taken from the export:
   the same input region (conservative: it can only add DRAM traffic).
 - **Allocation**: Stream's own (``stream_solution.allocation``, else ``chosen_core``) or, with
   ``free_allocation``, any core in each CN's ``possible_cores``.
-- Stream's makespan is kept in ``source["stream_makespan"]`` for comparison.
+- Stream's makespan is kept in ``source["stream_makespan"]`` for comparison, the cores' top-level
+  memory sizes in ``source["memory_bits"]`` (the routed model does not limit memory; see
+  :func:`npusched.verify.routed.memory_peaks`).
 """
 
 from __future__ import annotations
@@ -112,6 +114,10 @@ def stream_from_dict(
         "file": Path(path).name,
         "allocation": "free (possible_cores)" if free_allocation else "Stream's",
         "stream_makespan": sol.get("makespan"),
+        "memory_bits": {
+            str(c["id"]): sum(int(m.get("size_bits", 0)) for m in c.get("top_memories", []))
+            for c in compute
+        },
         "stream": data.get("source", {}),
     }
     try:

@@ -79,3 +79,36 @@ def verify_routed(
     base.noc_cost = int(sum(len(r) for r in tr.route))
     base.noc_bytes_hops = int(sum(len(r) * int(d) for r, d in zip(tr.route, tr.data, strict=True)))
     return base
+
+
+def memory_peaks(inst: RoutedInstance, sched: RoutedSchedule) -> np.ndarray:
+    """Peak data resident on each core under ``sched`` (the routed model has no memory limit;
+    this measures what a schedule would need).
+
+    A producer's output stays on its core from its start until its last local consumer ends and
+    its last outgoing transfer is done; a received output or DRAM tensor stays from the start of
+    its transfer until the last μop it serves ends.
+    """
+    g = inst.graph
+    end = sched.end(inst)
+    tr = required_transfers(inst, sched.core)
+    output = np.zeros(inst.n, dtype=np.int64)
+    np.maximum.at(output, g.src, g.bytes)
+    until = end.copy()
+    local = sched.core[g.src] == sched.core[g.dst]
+    np.maximum.at(until, g.src[local], end[g.dst[local]])
+    out_tr = tr.src >= 0
+    np.maximum.at(until, tr.src[out_tr], sched.tend[out_tr])
+    core = [sched.core, tr.dst_core]
+    begin = [sched.start, sched.tstart]
+    finish = [until, np.array([end[s].max() for s in tr.serves], dtype=np.int64)]
+    size = [output, tr.data]
+    peaks = np.zeros(inst.m, dtype=np.int64)
+    for k in range(inst.m):
+        t = np.concatenate([b[c == k] for b, c in zip(begin + finish, core + core, strict=True)])
+        sign = np.concatenate(
+            [s[c == k] * w for s, c, w in zip(size * 2, core * 2, (1, 1, -1, -1), strict=True)]
+        )
+        order = np.lexsort((sign, t))  # frees before allocations at the same cycle
+        peaks[k] = max(0, int(np.cumsum(sign[order]).max(initial=0)))
+    return peaks
