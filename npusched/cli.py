@@ -306,6 +306,14 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 1
 
 
+CONTENTION = "transfers hold the links of their XY route, one at a time per link (routed)"
+FREE = "Stream export: any core in each CN's possible_cores (default: Stream's allocation)"
+
+
+def _flag(parser: argparse.ArgumentParser, name: str, text: str) -> None:
+    parser.add_argument(name, action="store_true", help=text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from npusched.solve import METHODS
 
@@ -322,11 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     stg.add_argument("--hop-latency", type=int, default=0, help="cycles per hop (with --mesh)")
     stg.add_argument("--link-bandwidth", type=_positive_float, help="bytes/cycle (with --mesh)")
     stg.add_argument("--edge-bytes", type=int, default=0, help="bytes on every edge (STG has none)")
-    stg.add_argument(
-        "--contention",
-        action="store_true",
-        help="transfers hold the links of their XY route, one at a time per link (routed)",
-    )
+    _flag(stg, "--contention", CONTENTION)
     stg.add_argument("-o", "--output", required=True)
     stg.set_defaults(func=_cmd_convert)
     qap = csub.add_parser("qaplib", help="QAPLIB .dat on a grid (Nugent): a placement instance")
@@ -335,11 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     qap.set_defaults(func=_cmd_convert_qaplib)
     stream = csub.add_parser("stream", help="Stream framework export (stream_instance/v1)")
     stream.add_argument("file")
-    stream.add_argument(
-        "--free-allocation",
-        action="store_true",
-        help="any core in each CN's possible_cores (default: Stream's allocation)",
-    )
+    _flag(stream, "--free-allocation", FREE)
     stream.add_argument("-o", "--output", required=True)
     stream.set_defaults(func=_cmd_convert_stream)
 
@@ -352,22 +352,14 @@ def build_parser() -> argparse.ArgumentParser:
     lay.add_argument("--hop-latency", type=int, default=1, help="cycles per hop (default 1)")
     lay.add_argument("--link-bandwidth", type=_positive_float, default=8.0, help="bytes/cycle")
     lay.add_argument("--seed", type=int, default=0)
-    lay.add_argument(
-        "--contention",
-        action="store_true",
-        help="transfers hold the links of their XY route, one at a time per link (routed)",
-    )
+    _flag(lay, "--contention", CONTENTION)
     lay.add_argument("-o", "--output", required=True)
     lay.set_defaults(func=_cmd_generate)
 
     s = sub.add_parser("solve", help="schedule one instance")
     s.add_argument("instance", help="instance .json, QAPLIB .dat, or .stg with --cores")
     s.add_argument("--cores", type=_positive_int, help="number of cores for an .stg file")
-    s.add_argument(
-        "--free-allocation",
-        action="store_true",
-        help="Stream export: any core in possible_cores instead of Stream's allocation",
-    )
+    _flag(s, "--free-allocation", FREE)
     s.add_argument(
         "--method",
         choices=sorted(METHODS),
@@ -442,7 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("instance", help="instance .json (or .stg with --cores)")
     v.add_argument("solution", help="solution .json (DESIGN's contract)")
     v.add_argument("--cores", type=_positive_int, help="number of cores for an .stg file")
-    v.add_argument("--free-allocation", action="store_true", help="Stream export: free allocation")
+    _flag(v, "--free-allocation", FREE)
     v.set_defaults(func=_cmd_verify)
     return p
 
