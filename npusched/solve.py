@@ -83,12 +83,15 @@ class Method:
     needs_mesh: bool = False
     handles_comm_delays: bool = False
     handles_routing: bool = False
+    needs_qap_form: bool = False
 
     def supports(self, problem: Any) -> bool:
         if isinstance(problem, RoutedInstance):
             return self.handles_routing
         if not isinstance(problem, self.problem):
             return False
+        if isinstance(problem, PlacementInstance):
+            return problem.all_distinct or not self.needs_qap_form
         if not isinstance(problem, SchedulingInstance):
             return True
         if self.needs_mesh and problem.accelerator.cells() is None:
@@ -428,6 +431,12 @@ def _run_placement_heuristic(inst, backend, *, method: str, seed: int = 0, **_) 
     return Result(Status.FEASIBLE, method, "none", inst.cost(placement.loc), solution=placement)
 
 
+def _run_qap_bnb(instance, backend, *, warm, deadline=None, **_) -> Result:
+    from npusched.solvers.qap_bnb import solve_qap_bnb
+
+    return solve_qap_bnb(instance, time_limit=_remaining(deadline), warm_start=warm)
+
+
 def _run_qap(
     inst, backend, *, threads, seed, warm: Placement, log: bool = False, deadline=None, **_
 ) -> Result:
@@ -506,6 +515,14 @@ METHODS: dict[str, Method] = {
         _run_qap,
         "placement MIP: separable Manhattan linearisation, Gilmore-Lawler cuts, mesh symmetry",
     ),
+    "qap-bnb": Method(
+        "qap-bnb",
+        PlacementInstance,
+        ("none",),
+        _run_qap_bnb,
+        "placement in QAP form by Gilmore-Lawler branch and bound (exact; proves nug12-nug16b)",
+        needs_qap_form=True,
+    ),
 }
 
 
@@ -573,6 +590,8 @@ def solve(
         why = ""
         if isinstance(problem, RoutedInstance):
             why = " (it does not model transfers on shared links)"
+        elif isinstance(problem, PlacementInstance):
+            why = " (it needs every task on its own cell: the QAP form)"
         elif isinstance(problem, meth.problem):
             needs = ["identical cores"] if meth.needs_identical_cores else []
             needs += ["cores on a mesh"] if meth.needs_mesh else []
@@ -595,7 +614,7 @@ def solve(
             raise ValueError("a scheduling warm start must be a Schedule")
         else:
             verify(problem, warm_start).raise_if_failed()
-    elif meth.run is _run_qap:
+    elif meth.run in (_run_qap, _run_qap_bnb):
         if warm_start is None:
             warm_start = tabu_placement(problem, seed=seed)
         elif not isinstance(warm_start, Placement) or verify_placement(problem, warm_start):
