@@ -1,0 +1,118 @@
+"""From a network and one tiling per layer to the μop-graph instance of the spine issue.
+
+μops are numbered layer by layer (layer offset + :meth:`Tiling.index`). Edges:
+
+- partial-sum chains inside a layer: ``(k, y, x, c) → (k, y, x, c + 1)`` carrying the output tile
+  in ``psum_bytes`` per element;
+- between layers, from each finished producer tile to every consumer μop whose input box overlaps
+  it, carrying the overlap volume × ``elem_bytes`` (:func:`~npusched.partition.grid.dependencies`).
+
+Latency of a μop on a core (the compute model of :mod:`npusched.costmodel`): with spatial
+unrolling ``u_d`` of loop ``d`` on the PE array, ``Π_d ⌈L_d / u_d⌉`` cycles over the tile's loops
+``K, C, OY, OX, FY, FX`` (the ceil is the loss of partial tiles); pooling, add and concat take
+``⌈elements read / PEs⌉``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from npusched.partition.grid import IntArray, Tiling, dependencies
+from npusched.problem import Accelerator, SchedulingInstance, UopGraph
+from npusched.workload.layers import INPUT, Layer
+from npusched.workload.network import Network
+
+
+def tile_cycles(layer: Layer, tiling: Tiling, unroll: Mapping[str, int]) -> IntArray:
+    """Cycles of every μop of ``layer`` on a PE array with spatial ``unroll``."""
+    lk, ly, lx, lc = (tiling.lengths(d) for d in range(4))
+    r, s = layer.kernel if layer.op in ("conv", "maxpool", "avgpool") else (1, 1)
+
+    def steps(length: IntArray, dim: str) -> IntArray:
+        return -(-length // int(unroll.get(dim, 1)))
+
+    if layer.op in ("conv", "fc"):
+        per = np.einsum(
+            "k,y,x,c->kyxc", steps(lk, "K"), steps(ly, "OY"), steps(lx, "OX"), steps(lc, "C")
+        )
+        fy = -(-r // int(unroll.get("FY", 1)))
+        fx = -(-s // int(unroll.get("FX", 1)))
+        return (per * fy * fx).reshape(-1).astype(np.int64)
+    pes = int(np.prod([int(v) for v in unroll.values()])) if unroll else 1
+    fan = r * s * (len(layer.inputs) if layer.op == "add" else 1)
+    vol = np.einsum("k,y,x,c->kyxc", lk, ly, lx, lc) * fan
+    return (-(-vol // pes)).reshape(-1).astype(np.int64)
+
+
+def build_instance(
+    net: Network,
+    tilings: Mapping[str, Tiling],
+    accelerator: Accelerator,
+    unrolls: Sequence[Mapping[str, int]],
+    *,
+    elem_bytes: int = 1,
+    psum_bytes: int = 4,
+    name: str | None = None,
+    source: dict[str, Any] | None = None,
+) -> SchedulingInstance:
+    """The μop DAG of ``net`` cut by ``tilings`` on ``accelerator`` (one PE unrolling per core)."""
+    if len(unrolls) != accelerator.m:
+        raise ValueError(f"{len(unrolls)} PE arrays for {accelerator.m} cores")
+    offsets: dict[str, int] = {}
+    n = 0
+    for layer in net.layers:
+        offsets[layer.name] = n
+        n += tilings[layer.name].size
+    distinct = {tuple(sorted(u.items())) for u in unrolls}
+    lat = np.empty((n, len(distinct)), dtype=np.int64)
+    col = {u: k for k, u in enumerate(sorted(distinct))}
+    srcs: list[IntArray] = []
+    dsts: list[IntArray] = []
+    byts: list[IntArray] = []
+    for layer in net.layers:
+        t, off = tilings[layer.name], offsets[layer.name]
+        for u, k in col.items():
+            lat[off : off + t.size, k] = tile_cycles(layer, t, dict(u))
+        nk, ny, nx, nc = t.counts
+        if nc > 1:  # partial-sum chains
+            idx = np.arange(t.size).reshape(nk, ny, nx, nc)
+            vol = np.einsum("k,y,x->kyx", t.lengths(0), t.lengths(1), t.lengths(2))
+            srcs.append(off + idx[..., :-1].reshape(-1))
+            dsts.append(off + idx[..., 1:].reshape(-1))
+            byts.append(np.repeat(vol.reshape(-1), nc - 1) * psum_bytes)
+        channel = 0
+        for p in layer.inputs:
+            shape = net.shapes[p]
+            if p != INPUT:
+                s, d, b = dependencies(tilings[p], layer, t, shape, channel, elem_bytes)
+                srcs.append(offsets[p] + s)
+                dsts.append(off + d)
+                byts.append(b)
+            if layer.op == "concat":
+                channel += shape[0]
+    src = np.concatenate(srcs) if srcs else np.zeros(0, np.int64)
+    dst = np.concatenate(dsts) if dsts else np.zeros(0, np.int64)
+    byt = np.concatenate(byts) if byts else np.zeros(0, np.int64)
+    per_core = lat[:, [col[tuple(sorted(u.items()))] for u in unrolls]]
+    identical = lat.shape[1] == 1
+    graph = UopGraph(per_core[:, 0], src, dst, byt)
+    info = {
+        "network": net.name,
+        "layers": [
+            {"name": layer.name, "offset": offsets[layer.name], "tiles": tilings[layer.name].counts}
+            for layer in net.layers
+        ],
+        "macs": net.macs(),
+        "elem_bytes": elem_bytes,
+        **(source or {}),
+    }
+    return SchedulingInstance(
+        graph,
+        accelerator,
+        None if identical else per_core,
+        name or net.name,
+        source=info,
+    )

@@ -1,0 +1,120 @@
+"""How each paper partitions a layer into μops, as a :class:`~npusched.partition.grid.Tiling`.
+
+- **Klotski** (§III-B, Fig. 5): one μtensor shape ``s = (h, w, ic, oc)`` cut from every layer, the
+  remainders forming up to 2⁴ = 16 μtensor kinds per layer. With ``align`` the channel sizes are
+  rounded up to multiples of the PE array's unrolling of ``K`` and ``C`` (no partially used PE
+  rows or columns except in remainders). Input-channel splits make partial-sum chains.
+- **Stream** (§III-B): computation nodes from a set of outer loops: ``{"OY": 1}`` is one CN per
+  output row, ``{"K": 16, "OY": 4}`` splits output channels by 16 and rows by 4. The reduction is
+  never split. :func:`stream_cn_io` gives each CN's new output and the input it may discard.
+- **Flexer** (§3, Fig. 3): tiling factors ``(t_oc, t_oh, t_ow, t_ic)`` and a loop order; its DFG is
+  the tiled convolutions with partial-sum chains over the input-channel tiles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from npusched.partition.grid import DIMS, IntArray, Tiling, layer_extents, needed_input
+from npusched.workload.layers import Layer
+from npusched.workload.network import Network
+
+
+def _fits(layer: Layer, extents: tuple[int, ...], tiles: list[int]) -> tuple[int, ...]:
+    """Clip tile sizes to the layer and keep the reduction whole where it cannot be split
+    (grouped conv, pooling, add, concat; fc after a spatial input)."""
+    out = [min(t, e) for t, e in zip(tiles, extents, strict=True)]
+    if layer.op != "conv" or layer.groups > 1:
+        out[3] = extents[3]
+    return tuple(out)
+
+
+def klotski_tiling(
+    net: Network,
+    layer: Layer,
+    s: tuple[int, int, int, int],
+    unroll: Mapping[str, int] | None = None,
+) -> Tiling:
+    """Klotski's μtensor ``s = (h, w, ic, oc)`` applied to ``layer`` (clipped to its extents).
+
+    ``unroll`` (e.g. ``{"K": 12, "C": 14}``) aligns ``oc`` and ``ic`` up to multiples of the PE
+    array's unrolling of ``K`` and ``C``.
+    """
+    h, w, ic, oc = s
+    if min(s) < 1:
+        raise ValueError(f"μtensor sizes must be positive, got {s}")
+    if unroll:
+        oc = -(-oc // unroll.get("K", 1)) * unroll.get("K", 1)
+        ic = -(-ic // unroll.get("C", 1)) * unroll.get("C", 1)
+    ext = layer_extents(layer, net.in_shapes(layer), net.shapes[layer.name])
+    if layer.op == "fc":
+        ext_fc = ext
+        c, hh, ww = net.in_shapes(layer)[0]
+        tiles = [oc, 1, 1, ic if hh * ww == 1 else ext_fc[3]]
+        return Tiling.regular(ext, _fits(layer, ext, tiles))  # type: ignore[arg-type]
+    return Tiling.regular(ext, _fits(layer, ext, [oc, h, w, ic]))  # type: ignore[arg-type]
+
+
+def stream_tiling(net: Network, layer: Layer, outer: Mapping[str, int]) -> Tiling:
+    """Stream's CNs: tile size per outer loop in ``outer`` (``K``, ``OY``, ``OX``); the others and
+    the reduction stay whole."""
+    bad = set(outer) - {"K", "OY", "OX"}
+    if bad:
+        raise ValueError(f"Stream CN loops are K, OY, OX; got {sorted(bad)}")
+    ext = layer_extents(layer, net.in_shapes(layer), net.shapes[layer.name])
+    tiles = [outer.get(d, e) for d, e in zip(DIMS[:3], ext[:3], strict=True)] + [ext[3]]
+    return Tiling.regular(ext, _fits(layer, ext, tiles))  # type: ignore[arg-type]
+
+
+def flexer_tiling(net: Network, layer: Layer, factors: tuple[int, int, int, int]) -> Tiling:
+    """Flexer's tiled convolution: tile sizes ``(t_oc, t_oh, t_ow, t_ic)`` (Fig. 3a)."""
+    ext = layer_extents(layer, net.in_shapes(layer), net.shapes[layer.name])
+    return Tiling.regular(ext, _fits(layer, ext, list(factors)))  # type: ignore[arg-type]
+
+
+def loop_order_rank(tiling: Tiling, order: str) -> IntArray:
+    """Position of every μop (in :meth:`Tiling.index` order) when the tile loops run in
+    ``order`` (outermost first, e.g. ``"K,OY,OX,C"``, Flexer Fig. 3b)."""
+    names = [d.strip().upper() for d in order.split(",")]
+    if sorted(names) != sorted(DIMS):
+        raise ValueError(f"a loop order names each of {DIMS} once, got {order!r}")
+    counts = tiling.counts
+    perm = [DIMS.index(d) for d in names]
+    grid = np.arange(tiling.size).reshape(counts)  # μop index at (k, y, x, c)
+    rank = np.empty(tiling.size, dtype=np.int64)
+    rank[np.transpose(grid, perm).reshape(-1)] = np.arange(tiling.size)
+    return rank
+
+
+def stream_cn_io(net: Network, layer: Layer, tiling: Tiling) -> tuple[IntArray, IntArray]:
+    """Per CN (in order): the new output it produces and the input it is the last to read
+    (Stream's discardable input), both in elements of its first input.
+
+    CNs run in index order; an input element can be discarded after the last CN that reads it.
+    """
+    in_shape = net.in_shapes(layer)[0]
+    ch, rows, cols = needed_input(layer, tiling, in_shape)
+    nk, ny, nx, nc = tiling.counts
+    lk, ly, lx = (tiling.lengths(d) for d in range(3))
+    new_out = np.einsum("k,y,x->kyx", lk, ly, lx).reshape(-1)
+    new_out = np.repeat(new_out, nc)
+    # last reader of every input element, by the per-dimension intervals of each CN
+    c_in, h, w = in_shape
+    last = np.full((c_in, h, w), -1, dtype=np.int64)
+    idx = 0
+    chan_by_c = layer.op == "conv" and layer.groups == 1 or layer.op == "fc"
+    for k in range(nk):
+        for y in range(ny):
+            for x in range(nx):
+                for c in range(nc):
+                    t = c if chan_by_c else k
+                    if ch[0].size == 1:
+                        t = 0
+                    last[ch[0][t] : ch[1][t], rows[0][y] : rows[1][y], cols[0][x] : cols[1][x]] = (
+                        idx
+                    )
+                    idx += 1
+    discard = np.bincount(last[last >= 0].reshape(-1), minlength=tiling.size)
+    return new_out.astype(np.int64), discard.astype(np.int64)
