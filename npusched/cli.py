@@ -283,6 +283,45 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def instance_info(inst) -> dict:
+    """Size and workload figures of a scheduling (or routed) instance."""
+    g = inst.graph
+    d = inst.min_duration
+    cp = int((g.heads(d) + d).max())
+    work = int(d.sum())
+    return {
+        "name": inst.name,
+        "uops": inst.n,
+        "edges": g.num_edges,
+        "cores": inst.m,
+        "total_macs": inst.source.get("macs"),
+        "total_edge_bytes": int(g.bytes.sum()),
+        "critical_path": cp,
+        "work": work,
+        "work_per_core": work / inst.m,
+        "lower_bound": inst.lower_bound(),
+    }
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    import json
+
+    from npusched.io import load_instance
+    from npusched.problem.placement import PlacementInstance
+
+    inst = load_instance(args.instance, args.cores, args.free_allocation)
+    if isinstance(inst, PlacementInstance):
+        raise ValueError("info describes scheduling instances; this is a placement instance")
+    info = instance_info(inst)
+    if args.json:
+        print(json.dumps(info))
+    else:
+        from tabulate import tabulate
+
+        print(tabulate([(k.replace("_", " "), v) for k, v in info.items()]))
+    return 0
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     from npusched.io import load_instance, read_solution
     from npusched.verify import check
@@ -430,6 +469,12 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--solutions", help="write every solution JSON into this folder")
     m.add_argument("--quiet", action="store_true", help="no progress bar; with --csv no table")
     m.set_defaults(func=_cmd_compare)
+    i = sub.add_parser("info", help="size, MACs, bytes, critical path and work of an instance")
+    i.add_argument("instance", help="instance .json, Stream export, or .stg with --cores")
+    i.add_argument("--cores", type=_positive_int, help="number of cores for an .stg file")
+    _flag(i, "--free-allocation", FREE)
+    _flag(i, "--json", "print one JSON object")
+    i.set_defaults(func=_cmd_info)
     v = sub.add_parser("verify", help="check a solution JSON against its instance")
     v.add_argument("instance", help="instance .json (or .stg with --cores)")
     v.add_argument("solution", help="solution .json (DESIGN's contract)")

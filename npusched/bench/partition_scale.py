@@ -1,0 +1,93 @@
+"""Time and peak memory of partition + dependency generation at scale.
+
+Run ``python -m npusched.bench.partition_scale``. Cases:
+
+- Stream's case (Stream paper §V): a 3 × 3 convolution feeding another, each split into
+  448 × 448 CNs (one per output pixel of a 448 × 448 feature map), which Stream's R-tree handles in
+  about 6 s. Goal: ≤ 0.6 s.
+- ResNet-50 from the zoo at about 10⁵ and 10⁶ μops (Klotski μtensors, sizes chosen so the total
+  lands near the target), when the zoo is installed.
+
+Peak memory is measured with :mod:`tracemalloc` (numpy reports its buffers to it); every case is
+run once in this process, so the figures are single measurements on a noisy machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+from npusched.partition import Tiling, build_instance, dependencies, klotski_tiling
+from npusched.problem import Accelerator
+from npusched.workload import INPUT, Layer, Network
+
+
+def measure(fn: Callable[[], Any]) -> tuple[Any, float, float]:
+    """``fn()``'s result, its wall time (s) and its peak traced memory (MiB)."""
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    out = fn()
+    seconds = time.perf_counter() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return out, seconds, peak / 2**20
+
+
+def stream_case(size: int = 448, channels: int = 1) -> tuple[int, int]:
+    """Two 3 × 3 convolutions (same padding) on a ``size × size`` map, one CN per output pixel;
+    returns (CNs, edges) of the dependency generation between them."""
+    net = Network(
+        "stream_case",
+        (channels, size, size),
+        (
+            Layer("a", "conv", (INPUT,), channels, (3, 3), pad=(1, 1, 1, 1)),
+            Layer("b", "conv", ("a",), channels, (3, 3), pad=(1, 1, 1, 1)),
+        ),
+    )
+    ext = (channels, size, size, channels)
+    t = Tiling.regular(ext, (channels, 1, 1, channels))
+    src, _, _ = dependencies(t, net.layer("b"), t, net.shapes["a"])
+    return 2 * t.size, int(src.size)
+
+
+def resnet50_case(target: int) -> tuple[int, int]:
+    """ResNet-50 cut into Klotski μtensors with about ``target`` μops in all."""
+    from npusched.workload.zoo import load_network
+
+    net = load_network("resnet50")
+    for side in (56, 28, 14, 7, 4, 2, 1):
+        for ch in (512, 256, 128, 64, 32, 16, 8):
+            s = (side, side, ch, ch)
+            tilings = {layer.name: klotski_tiling(net, layer, s) for layer in net.layers}
+            total = sum(t.size for t in tilings.values())
+            if total >= target:
+                pe = [{"K": 16, "C": 16}] * 4
+                inst = build_instance(net, tilings, Accelerator.identical(4), pe)
+                return inst.n, inst.graph.num_edges
+    raise ValueError(f"no μtensor size reaches {target} μops")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--size", type=int, default=448, help="feature map of Stream's case")
+    p.add_argument("--resnet", type=int, nargs="*", default=[10**5, 10**6])
+    args = p.parse_args(argv)
+    (cns, edges), secs, mib = measure(lambda: stream_case(args.size))
+    print(
+        f"Stream's case {args.size}x{args.size}: {cns} CNs, {edges} edges, "
+        f"{secs:.3f} s, peak {mib:.0f} MiB (Stream's R-tree: about 6 s; goal 0.6 s)"
+    )
+    for target in args.resnet:
+        try:
+            (n, e), secs, mib = measure(lambda: resnet50_case(target))  # noqa: B023
+        except ImportError as err:
+            print(f"ResNet-50 skipped: {err}")
+            break
+        print(f"ResNet-50 ~{target:.0e} μops: {n} μops, {e} edges, {secs:.2f} s, peak {mib:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
