@@ -86,7 +86,9 @@ def main(argv: list[str] | None = None) -> None:
         except ImportError as err:
             print(f"ResNet-50 skipped: {err}")
             break
-        print(f"ResNet-50 ~{target:.0e} μops: {n} μops, {e} edges, {secs:.2f} s, peak {mib:.0f} MiB")
+        print(
+            f"ResNet-50 ~{target:.0e} μops: {n} μops, {e} edges, {secs:.2f} s, peak {mib:.0f} MiB"
+        )
 
 
 if __name__ == "__main__":
