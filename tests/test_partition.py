@@ -181,3 +181,81 @@ def test_stream_cns_by_rows_discard_inputs_once():
     assert t.counts == (1, 8, 1, 1) and (new == 4 * 8).all()
     assert discard.sum() == 2 * 8 * 8  # every input element is discarded exactly once
     assert discard[0] == 0 and discard[-1] == 2 * 2 * 8  # the last CN frees the last two rows
+
+
+def _tiny_net_file(tmp_path):
+    import json
+
+    net = Network(
+        "tiny",
+        (3, 16, 16),
+        (
+            Layer("c1", "conv", (INPUT,), 16, (3, 3), pad=(1,) * 4),
+            Layer("c2", "conv", ("c1",), 32, (3, 3), (2, 2), (1,) * 4),
+            Layer("p", "maxpool", ("c2",), kernel=(2, 2), stride=(2, 2)),
+            Layer("fc", "fc", ("p",), 10),
+        ),
+    )
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(net.to_dict()))
+    return net, path
+
+
+def test_cli_partition_info_solve_verify(tmp_path):
+    import json
+
+    from conftest import run_cli
+
+    net, path = _tiny_net_file(tmp_path)
+    for scheme, extra in (
+        ("klotski", ["--s", "4,4,8,8"]),
+        ("stream", ["--cn", "OY=2"]),
+        ("flexer", ["--tiles", "8,4,4,8"]),
+    ):
+        out = tmp_path / f"{scheme}.json"
+        r = run_cli(
+            "partition",
+            "--network",
+            path,
+            "--arch",
+            "flexer-arch3",
+            "--scheme",
+            scheme,
+            *extra,
+            "-o",
+            out,
+        )
+        assert r.returncode == 0, r.stderr
+        info = json.loads(run_cli("info", out, "--json").stdout)
+        assert info["total_macs"] == net.macs()  # MACs preserved by every scheme
+        assert info["uops"] > len(net.layers) and info["critical_path"] <= info["lower_bound"]
+        sol = tmp_path / f"{scheme}.sol.json"
+        r = run_cli("solve", out, "--method", "list", "--out", sol)
+        assert r.returncode == 0 and "verify=ok" in r.stdout, r.stdout + r.stderr
+        assert run_cli("verify", out, sol).returncode == 0
+
+
+def test_cli_partition_bad_arguments(tmp_path):
+    from conftest import run_cli
+
+    _, path = _tiny_net_file(tmp_path)
+    out = tmp_path / "o.json"
+    r = run_cli(
+        "partition",
+        "--network",
+        path,
+        "--arch",
+        "flexer-arch3",
+        "--scheme",
+        "klotski",
+        "--s",
+        "4,4,8",
+        "-o",
+        out,
+    )
+    assert r.returncode == 2 and "--s needs 4 positive integers" in r.stderr
+    assert "Traceback" not in r.stderr and not out.exists()
+    r = run_cli(
+        "partition", "--network", path, "--arch", "no-such-arch", "--scheme", "stream", "-o", out
+    )
+    assert r.returncode == 2 and "no-such-arch" in r.stderr and not out.exists()

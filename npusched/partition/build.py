@@ -9,17 +9,20 @@
 
 Latency of a μop on a core (the compute model of :mod:`npusched.costmodel`): with spatial
 unrolling ``u_d`` of loop ``d`` on the PE array, ``Π_d ⌈L_d / u_d⌉`` cycles over the tile's loops
-``K, C, OY, OX, FY, FX`` (the ceil is the loss of partial tiles); pooling, add and concat take
+``K, C, OY, OX, FY, FX`` (the ceil is the loss of partial tiles; grouped keys such as
+``"OY*OX*FY*FX"`` unroll a flattened product); pooling, add and concat take
 ``⌈elements read / PEs⌉``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from npusched.costmodel import compute_cycles
 from npusched.partition.grid import IntArray, Tiling, dependencies
 from npusched.problem import Accelerator, SchedulingInstance, UopGraph
 from npusched.workload.layers import INPUT, Layer
@@ -27,24 +30,28 @@ from npusched.workload.network import Network
 
 
 def tile_cycles(layer: Layer, tiling: Tiling, unroll: Mapping[str, int]) -> IntArray:
-    """Cycles of every μop of ``layer`` on a PE array with spatial ``unroll``."""
-    lk, ly, lx, lc = (tiling.lengths(d) for d in range(4))
+    """Cycles of every μop of ``layer`` on a PE array with spatial ``unroll``: the cost model's
+    :func:`~npusched.costmodel.compute_cycles` once per distinct tile shape (at most 16 per
+    layer), broadcast to the μops."""
     r, s = layer.kernel if layer.op in ("conv", "maxpool", "avgpool") else (1, 1)
-
-    def steps(length: IntArray, dim: str) -> IntArray:
-        return -(-length // int(unroll.get(dim, 1)))
-
-    if layer.op in ("conv", "fc"):
-        per = np.einsum(
-            "k,y,x,c->kyxc", steps(lk, "K"), steps(ly, "OY"), steps(lx, "OX"), steps(lc, "C")
-        )
-        fy = -(-r // int(unroll.get("FY", 1)))
-        fx = -(-s // int(unroll.get("FX", 1)))
-        return (per * fy * fx).reshape(-1).astype(np.int64)
-    pes = int(np.prod([int(v) for v in unroll.values()])) if unroll else 1
+    pes = max(1, math.prod(int(v) for v in unroll.values()))
     fan = r * s * (len(layer.inputs) if layer.op == "add" else 1)
-    vol = np.einsum("k,y,x,c->kyxc", lk, ly, lx, lc) * fan
-    return (-(-vol // pes)).reshape(-1).astype(np.int64)
+    per_dim = []
+    for d in range(4):
+        lengths = tiling.lengths(d)
+        kinds, inverse = np.unique(lengths, return_inverse=True)
+        per_dim.append((kinds, inverse))
+    shape = tuple(k.size for k, _ in per_dim)
+    table = np.empty(shape, dtype=np.int64)
+    for idx in np.ndindex(*shape):
+        lk, ly, lx, lc = (int(per_dim[d][0][i]) for d, i in enumerate(idx))
+        if layer.op in ("conv", "fc"):
+            loops = {"K": lk, "C": lc, "OY": ly, "OX": lx, "FY": r, "FX": s}
+            table[idx] = compute_cycles(loops, unroll)
+        else:
+            table[idx] = -(-(lk * ly * lx * lc * fan) // pes)
+    grid = table[np.ix_(*(inv for _, inv in per_dim))]
+    return grid.reshape(-1).astype(np.int64)
 
 
 def build_instance(

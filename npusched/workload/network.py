@@ -91,7 +91,10 @@ class Network:
                 "global_pool",
             ):
                 value = getattr(layer, key)
-                if value != getattr(defaults, key) or (key == "out_channels" and value):
+                if key == "out_channels":
+                    if layer.op in ("conv", "fc"):
+                        d[key] = value
+                elif value != getattr(defaults, key):
                     d[key] = list(value) if isinstance(value, tuple) else value
             layers.append(d)
         return {

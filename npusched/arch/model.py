@@ -1,0 +1,472 @@
+"""Accelerator architectures as data: cores (PE unrolling, memories), mesh, NoC, shared buffer,
+DRAM.
+
+An :class:`Arch` is the hardware description a paper gives; :meth:`Arch.to_accelerator` turns it
+into the scheduling spine's :class:`~npusched.problem.Accelerator` (core ids, mesh coordinates, hop
+latency, link bandwidth). Files are JSON in the ``npusched/arch/v1`` format
+(``npusched/io/schema/arch.schema.json``); the shipped ones are in ``npusched/arch/data/``, written
+by ``tools/make_archs.py``.
+
+Units: bytes, bytes per accelerator cycle, hertz, nanoseconds; ``KB``/``MB`` in the papers are read
+as ``2**10``/``2**20`` bytes, ``GB/s`` as ``10**9`` bytes per second.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from npusched.io.atomic import read_json, validate, write_json
+from npusched.io.errors import InputError
+from npusched.problem.accelerator import Accelerator, Core
+
+FORMAT = "npusched/arch/v1"
+SCHEMA = "arch.schema.json"
+#: Loop dimensions of a convolution (an FC layer uses ``K`` and ``C`` with the others 1).
+CONV_DIMS = ("K", "C", "OY", "OX", "FY", "FX")
+
+
+class ArchError(ValueError):
+    """An inconsistent architecture; ``field`` is the JSON path of the offending value."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field, self.reason = field, reason
+        super().__init__(f"{field}: {reason}")
+
+
+def unroll_dims(key: str) -> tuple[str, ...]:
+    """The loop dimensions of an unrolling key: ``"K"`` → ``("K",)``; ``"OY*OX*FY*FX"`` →
+    ``("OY", "OX", "FY", "FX")`` (dimensions flattened into one spatial axis)."""
+    return tuple(key.split("*"))
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an architecture comes from.
+
+    Parameters
+    ----------
+    paper
+        Authors, title and venue.
+    where
+        Section / table / figure the numbers are taken from.
+    seed
+        File name of the paper's text in ``../shared/seeds/``, if any.
+    fields
+        Per-field citations (JSON path → section and quote).
+    """
+
+    paper: str
+    where: str
+    seed: str = ""
+    fields: dict[str, str] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
+class CoreSpec:
+    """One compute core.
+
+    Parameters
+    ----------
+    id
+        Core id (as in instances and solutions).
+    name
+        Human-readable name.
+    pe_unroll
+        Spatial unrolling of the PE array: loop dimension (``K``, ``C``, ``OY``, ``OX``, ``FY``,
+        ``FX``) → factor. A key ``"A*B*..."`` unrolls the flattened product of those dimensions
+        (TSO's MAC unit, eq. 7). See :func:`npusched.costmodel.compute_cycles`.
+    memory_bytes
+        Private on-chip memory of the core, or ``None`` when the paper gives none (Flexer's cores
+        share the global buffer).
+    buffers
+        Named breakdown of ``memory_bytes`` (e.g. TSO's ``MB0``/``MB1``/``MB2``).
+    kind
+        Core type (``"pe_array"``, ``"pooling"``, ``"simd"``, ...), for heterogeneous systems.
+    coord
+        ``(row, col)`` on the mesh, required when the architecture has a mesh.
+    cluster
+        Group of cores that share a local interconnect (TSO: the TLE of a TLT), or ``None``.
+    """
+
+    id: int
+    name: str
+    pe_unroll: dict[str, int] = field(hash=False)
+    memory_bytes: int | None = None
+    buffers: dict[str, int] = field(default_factory=dict, hash=False)
+    kind: str = "pe_array"
+    coord: tuple[int, int] | None = None
+    cluster: int | None = None
+
+    @property
+    def num_pes(self) -> int:
+        """Number of PEs (MAC units): the product of the unrolling factors."""
+        return math.prod(self.pe_unroll.values())
+
+
+@dataclass(frozen=True)
+class NocSpec:
+    """Inter-core network. ``None`` means the paper does not give the value.
+
+    Parameters
+    ----------
+    topology
+        ``"mesh"``, ``"ring"``, ``"bus"``, ``"links"`` (point-to-point links) or
+        ``"shared_memory"``.
+    bandwidth_bytes_per_cycle
+        Per-link bandwidth.
+    hop_latency_cycles
+        Cycles per router hop.
+    routing, flit_bits, packet_bytes, description
+        As stated by the paper.
+    """
+
+    topology: str
+    bandwidth_bytes_per_cycle: float | None = None
+    hop_latency_cycles: int | None = None
+    routing: str | None = None
+    flit_bits: int | None = None
+    packet_bytes: int | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class DramSpec:
+    """Off-chip memory, shared by all cores.
+
+    Bandwidth is given per second (needs the accelerator clock to become per cycle) or directly
+    per accelerator cycle; CAS latency in nanoseconds or accelerator cycles. ``burst_bytes`` and
+    the CAS latency feed TSO's burst model (Algorithm 4), the bandwidth both DRAM models.
+    """
+
+    kind: str = ""
+    bandwidth_bytes_per_s: float | None = None
+    bandwidth_bytes_per_cycle: float | None = None
+    burst_bytes: int | None = None
+    cas_latency_ns: float | None = None
+    cas_latency_cycles: int | None = None
+    clock_hz: float | None = None
+
+
+@dataclass(frozen=True)
+class Arch:
+    """A multi-core accelerator as described in a paper.
+
+    Parameters
+    ----------
+    name
+        Short name (the file stem of a shipped architecture).
+    source
+        Citation.
+    frequency_hz
+        Accelerator clock, or ``None`` when the paper counts only cycles.
+    precision_bits
+        Operand precision.
+    cores
+        Compute cores, ids unique.
+    noc
+        Inter-core network.
+    mesh
+        ``(rows, cols)`` when the cores sit on a mesh (every core then has a ``coord``).
+    shared_buffer_bytes
+        On-chip memory shared by all cores (Flexer's global buffer), or ``None``.
+    dram
+        Off-chip memory, or ``None`` when the paper gives none.
+    description
+        One-paragraph summary.
+    assumptions
+        Values the paper does not state and this file assumes, each with its reason.
+    """
+
+    name: str
+    source: Source
+    frequency_hz: float | None
+    precision_bits: int
+    cores: tuple[CoreSpec, ...]
+    noc: NocSpec
+    mesh: tuple[int, int] | None = None
+    shared_buffer_bytes: int | None = None
+    dram: DramSpec | None = None
+    description: str = ""
+    assumptions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.cores:
+            raise ArchError("cores", "an architecture needs at least one core")
+        seen: set[int] = set()
+        for k, c in enumerate(self.cores):
+            if c.id in seen:
+                raise ArchError(f"cores/{k}/id", f"duplicate core id {c.id}")
+            seen.add(c.id)
+            dims = [d for key in c.pe_unroll for d in unroll_dims(key)]
+            if len(set(dims)) != len(dims):
+                raise ArchError(f"cores/{k}/pe_unroll", f"a dimension is unrolled twice: {dims}")
+            for key, u in c.pe_unroll.items():
+                if u < 1:
+                    raise ArchError(f"cores/{k}/pe_unroll/{key}", f"factor must be >= 1, got {u}")
+            if c.memory_bytes is not None and sum(c.buffers.values()) > c.memory_bytes:
+                raise ArchError(f"cores/{k}/buffers", "buffers exceed memory_bytes")
+            if self.mesh is not None:
+                rows, cols = self.mesh
+                if c.coord is None:
+                    raise ArchError(f"cores/{k}/coord", "a meshed architecture needs coordinates")
+                if not (0 <= c.coord[0] < rows and 0 <= c.coord[1] < cols):
+                    raise ArchError(
+                        f"cores/{k}/coord", f"{c.coord} is not on the {rows}x{cols} mesh"
+                    )
+        if self.mesh is not None:
+            coords = [c.coord for c in self.cores]
+            if len(set(coords)) != len(coords):
+                raise ArchError("cores", "two cores share a mesh coordinate")
+        d = self.dram
+        if d is not None:
+            if d.bandwidth_bytes_per_s is None and d.bandwidth_bytes_per_cycle is None:
+                raise ArchError("dram", "needs bandwidth_bytes_per_s or bandwidth_bytes_per_cycle")
+            if d.bandwidth_bytes_per_cycle is None and self.frequency_hz is None:
+                raise ArchError("dram/bandwidth_bytes_per_s", "needs frequency_hz to give cycles")
+            if (
+                d.cas_latency_cycles is None
+                and d.cas_latency_ns is not None
+                and self.frequency_hz is None
+            ):
+                raise ArchError("dram/cas_latency_ns", "needs frequency_hz to give cycles")
+
+    # --- derived values ---------------------------------------------------------------------
+
+    @property
+    def m(self) -> int:
+        """Number of cores."""
+        return len(self.cores)
+
+    def core(self, cid: int) -> CoreSpec:
+        """The core with id ``cid``."""
+        for c in self.cores:
+            if c.id == cid:
+                return c
+        raise KeyError(f"{self.name}: no core with id {cid}")
+
+    @property
+    def element_bytes(self) -> float:
+        """Bytes per operand element (``precision_bits / 8``)."""
+        return self.precision_bits / 8
+
+    def dram_bytes_per_cycle(self) -> float:
+        """DRAM bandwidth in bytes per accelerator cycle.
+
+        .. math:: bw_{cycle} = bw_{s} / f
+        """
+        d = self._need_dram()
+        if d.bandwidth_bytes_per_cycle is not None:
+            return d.bandwidth_bytes_per_cycle
+        assert d.bandwidth_bytes_per_s is not None and self.frequency_hz is not None
+        return d.bandwidth_bytes_per_s / self.frequency_hz
+
+    def dram_cas_cycles(self) -> int:
+        """CAS latency in accelerator cycles (0 when the paper gives none).
+
+        .. math:: CAS_{cycle} = \\lceil CAS_{ns} \\cdot f / 10^9 \\rceil
+        """
+        d = self._need_dram()
+        if d.cas_latency_cycles is not None:
+            return d.cas_latency_cycles
+        if d.cas_latency_ns is None:
+            return 0
+        assert self.frequency_hz is not None
+        return math.ceil(d.cas_latency_ns * self.frequency_hz / 1e9 - 1e-9)
+
+    def _need_dram(self) -> DramSpec:
+        if self.dram is None:
+            raise ValueError(f"{self.name}: the architecture has no DRAM specification")
+        return self.dram
+
+    def to_accelerator(self, comm_delays: bool = True) -> Accelerator:
+        """The scheduling spine's :class:`~npusched.problem.Accelerator`.
+
+        Core ids, names and (on a mesh) coordinates are kept; every core has speed 1 (per-core
+        latencies come from :mod:`npusched.costmodel` with the core's ``pe_unroll``). On a mesh
+        with ``comm_delays`` the NoC's hop latency and link bandwidth become the accelerator's, so
+        :meth:`~npusched.problem.Accelerator.comm_delay` equals
+        :func:`npusched.costmodel.noc_cycles`; without a mesh they are dropped (the spine models
+        delays on meshes only).
+        """
+        cores = tuple(
+            Core(c.id, c.name, coord=c.coord if self.mesh is not None else None) for c in self.cores
+        )
+        if self.mesh is None:
+            return Accelerator(cores)
+        if not comm_delays:
+            return Accelerator(cores, self.mesh)
+        return Accelerator(
+            cores,
+            self.mesh,
+            hop_latency=self.noc.hop_latency_cycles or 0,
+            link_bandwidth=self.noc.bandwidth_bytes_per_cycle,
+        )
+
+
+# --- JSON -------------------------------------------------------------------------------------
+
+
+def _num(x: float | None) -> float | int | None:
+    """Integral floats as ints, so files read ``1000000000`` rather than ``1000000000.0``."""
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    return x
+
+
+def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None and v != "" and v != {}}
+
+
+def arch_to_dict(arch: Arch) -> dict[str, Any]:
+    """The ``npusched/arch/v1`` JSON object of ``arch``."""
+    src = _drop_none(
+        {
+            "paper": arch.source.paper,
+            "where": arch.source.where,
+            "seed": arch.source.seed,
+            "fields": dict(arch.source.fields),
+        }
+    )
+    cores = []
+    for c in arch.cores:
+        core: dict[str, Any] = {
+            "id": c.id,
+            "name": c.name,
+            "kind": c.kind,
+            "pe_unroll": dict(c.pe_unroll),
+            "memory_bytes": c.memory_bytes,
+        }
+        if c.buffers:
+            core["buffers"] = dict(c.buffers)
+        if c.coord is not None:
+            core["coord"] = list(c.coord)
+        if c.cluster is not None:
+            core["cluster"] = c.cluster
+        cores.append(core)
+    noc = _drop_none(
+        {
+            "topology": arch.noc.topology,
+            "bandwidth_bytes_per_cycle": _num(arch.noc.bandwidth_bytes_per_cycle),
+            "hop_latency_cycles": arch.noc.hop_latency_cycles,
+            "routing": arch.noc.routing,
+            "flit_bits": arch.noc.flit_bits,
+            "packet_bytes": arch.noc.packet_bytes,
+            "description": arch.noc.description,
+        }
+    )
+    out: dict[str, Any] = {
+        "format": FORMAT,
+        "name": arch.name,
+        "description": arch.description,
+        "source": src,
+        "frequency_hz": _num(arch.frequency_hz),
+        "precision_bits": arch.precision_bits,
+        "cores": cores,
+    }
+    if arch.mesh is not None:
+        out["mesh"] = {"rows": arch.mesh[0], "cols": arch.mesh[1]}
+    out["noc"] = noc
+    if arch.shared_buffer_bytes is not None:
+        out["shared_buffer_bytes"] = arch.shared_buffer_bytes
+    if arch.dram is not None:
+        d = arch.dram
+        out["dram"] = _drop_none(
+            {
+                "kind": d.kind,
+                "bandwidth_bytes_per_s": _num(d.bandwidth_bytes_per_s),
+                "bandwidth_bytes_per_cycle": _num(d.bandwidth_bytes_per_cycle),
+                "burst_bytes": d.burst_bytes,
+                "cas_latency_ns": _num(d.cas_latency_ns),
+                "cas_latency_cycles": d.cas_latency_cycles,
+                "clock_hz": _num(d.clock_hz),
+            }
+        )
+    if arch.assumptions:
+        out["assumptions"] = list(arch.assumptions)
+    return out
+
+
+def arch_from_dict(data: Any, path: str | Path = "<memory>") -> Arch:
+    """Validate an ``npusched/arch/v1`` object and build the :class:`Arch`; a bad value raises
+    :class:`~npusched.io.InputError` naming its field."""
+    validate(data, SCHEMA, path)
+    src = data["source"]
+    cores = tuple(
+        CoreSpec(
+            id=c["id"],
+            name=c["name"],
+            pe_unroll=dict(c["pe_unroll"]),
+            memory_bytes=c.get("memory_bytes"),
+            buffers=dict(c.get("buffers", {})),
+            kind=c.get("kind", "pe_array"),
+            coord=(c["coord"][0], c["coord"][1]) if "coord" in c else None,
+            cluster=c.get("cluster"),
+        )
+        for c in data["cores"]
+    )
+    n = data["noc"]
+    d = data.get("dram")
+    try:
+        return Arch(
+            name=data["name"],
+            source=Source(src["paper"], src["where"], src.get("seed", ""), src.get("fields", {})),
+            frequency_hz=data["frequency_hz"],
+            precision_bits=data["precision_bits"],
+            cores=cores,
+            noc=NocSpec(
+                topology=n["topology"],
+                bandwidth_bytes_per_cycle=n.get("bandwidth_bytes_per_cycle"),
+                hop_latency_cycles=n.get("hop_latency_cycles"),
+                routing=n.get("routing"),
+                flit_bits=n.get("flit_bits"),
+                packet_bytes=n.get("packet_bytes"),
+                description=n.get("description", ""),
+            ),
+            mesh=(data["mesh"]["rows"], data["mesh"]["cols"]) if "mesh" in data else None,
+            shared_buffer_bytes=data.get("shared_buffer_bytes"),
+            dram=None if d is None else DramSpec(**d),
+            description=data.get("description", ""),
+            assumptions=tuple(data.get("assumptions", ())),
+        )
+    except ArchError as err:
+        raise InputError(path, err.field, err.reason) from None
+
+
+def read_arch(path: str | Path) -> Arch:
+    """Read an architecture file."""
+    return arch_from_dict(read_json(path), path)
+
+
+def write_arch(arch: Arch, path: str | Path) -> None:
+    """Write ``arch`` as ``npusched/arch/v1`` JSON (atomically)."""
+    write_json(path, arch_to_dict(arch))
+
+
+def list_archs() -> list[str]:
+    """Names of the shipped architectures (``npusched/arch/data/*.json``)."""
+    data = resources.files("npusched.arch").joinpath("data")
+    return sorted(p.name[: -len(".json")] for p in data.iterdir() if p.name.endswith(".json"))
+
+
+def load_arch(name_or_path: str | Path) -> Arch:
+    """A shipped architecture by name (see :func:`list_archs`) or an architecture file by path.
+
+    Raises
+    ------
+    ValueError
+        For a name that is neither a shipped architecture nor an existing file
+        (:class:`~npusched.io.InputError`, a ``ValueError``, for a bad file).
+    """
+    p = Path(name_or_path)
+    if p.suffix == ".json" or p.exists():
+        return read_arch(p)
+    name = str(name_or_path)
+    res = resources.files("npusched.arch").joinpath(f"data/{name}.json")
+    if not res.is_file():
+        raise ValueError(f"unknown architecture {name!r}; shipped: {', '.join(list_archs())}")
+    with resources.as_file(res) as f:
+        return read_arch(f)

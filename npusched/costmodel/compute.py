@@ -1,0 +1,96 @@
+"""Compute latency of a tile (μop) on a spatially unrolled PE array.
+
+A convolution tile is the loop nest over ``K`` (output channels), ``C`` (input channels), ``OY``,
+``OX`` (output rows, columns) and ``FY``, ``FX`` (kernel rows, columns); an FC layer has ``K`` and
+``C`` with the rest 1. A PE array unrolls some dimensions in space (Klotski's KC-partition unrolls
+``K`` and ``C`` on a 12×14 array; a TPU-like core ``K`` and ``C`` on 32×32); the others run in time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from npusched.arch.model import CONV_DIMS, unroll_dims
+
+
+def conv_loops(
+    K: int, C: int, OY: int = 1, OX: int = 1, FY: int = 1, FX: int = 1
+) -> dict[str, int]:
+    """Loop extents of a convolution tile (an FC layer: ``conv_loops(K, C)``)."""
+    return dict(zip(CONV_DIMS, (K, C, OY, OX, FY, FX), strict=True))
+
+
+def _check(loops: Mapping[str, int], unroll: Mapping[str, int]) -> None:
+    for d, n in loops.items():
+        if n < 1:
+            raise ValueError(f"loop {d} must have extent >= 1, got {n}")
+    seen: set[str] = set()
+    for key, u in unroll.items():
+        if u < 1:
+            raise ValueError(f"unrolling {key} must be >= 1, got {u}")
+        dims = unroll_dims(key)
+        if seen & set(dims) or len(set(dims)) != len(dims):
+            raise ValueError(f"a loop dimension is unrolled twice in {dict(unroll)}")
+        seen |= set(dims)
+
+
+def macs(loops: Mapping[str, int]) -> int:
+    """Multiply-accumulates of a tile: :math:`\\prod_d L_d`."""
+    return math.prod(loops.values())
+
+
+def compute_cycles(loops: Mapping[str, int], unroll: Mapping[str, int]) -> int:
+    """Temporal steps of a tile on a PE array, counting the ceil() losses of partial tiles.
+
+    .. math::
+
+        t = \\prod_{g \\in U} \\left\\lceil \\frac{\\prod_{d \\in g} L_d}{u_g} \\right\\rceil
+            \\cdot \\prod_{d \\notin \\cup U} L_d
+
+    where :math:`L_d` is the extent of loop :math:`d` (a dimension missing from ``loops`` has
+    extent 1) and each unrolling group :math:`g` (usually one dimension, e.g. ``{"K": 32,
+    "C": 32}``) spreads its loops over :math:`u_g` PEs. One temporal step is one cycle of the
+    array. With single-dimension groups this is :math:`\\prod_d \\lceil L_d / u_d \\rceil`
+    (:math:`u_d = 1` for temporal loops); e.g. ``K = 33`` on ``u_K = 32`` takes 2 steps, the
+    second using 1 of 32 rows.
+
+    A group key ``"OY*OX*FY*FX"`` flattens those loops before dividing: TSO's MAC unit
+    (eq. 7, :math:`Tile_{MAC} = T_N T_M \\lceil T_R T_C K^2 / \\#MACs \\rceil`) is
+    ``unroll = {"OY*OX*FY*FX": 8}`` for 16-bit operands.
+
+    Parameters
+    ----------
+    loops
+        Loop dimension → extent (``>= 1``).
+    unroll
+        Loop dimension (or ``*``-joined group) → spatial unrolling factor (``>= 1``);
+        :attr:`npusched.arch.CoreSpec.pe_unroll`.
+
+    Returns
+    -------
+    int
+        Cycles (``>= 1``).
+    """
+    _check(loops, unroll)
+    spatial: set[str] = set()
+    steps = 1
+    for key, u in unroll.items():
+        dims = unroll_dims(key)
+        spatial |= set(dims)
+        steps *= -(-math.prod(loops.get(d, 1) for d in dims) // u)
+    for d, n in loops.items():
+        if d not in spatial:
+            steps *= n
+    return steps
+
+
+def utilization(loops: Mapping[str, int], unroll: Mapping[str, int]) -> float:
+    """Fraction of PE-cycles doing useful MACs.
+
+    .. math:: \\eta = \\frac{\\prod_d L_d}{t \\cdot \\prod_g u_g} \\in (0, 1]
+
+    with :math:`t` = :func:`compute_cycles`; 1 exactly when every unrolled extent is a multiple of
+    its factor (Klotski's remainder-free partition, Sec. III-B).
+    """
+    return macs(loops) / (compute_cycles(loops, unroll) * math.prod(unroll.values()))

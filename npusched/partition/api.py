@@ -1,0 +1,110 @@
+"""One call from a network and an architecture to a scheduling instance, for the CLI and the
+notebooks: ``partition_network(net, arch, "klotski", s=(h, w, ic, oc))``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from npusched.arch import Arch
+from npusched.partition.build import build_instance
+from npusched.partition.grid import Tiling, needed_input
+from npusched.partition.schemes import flexer_tiling, klotski_tiling, stream_tiling
+from npusched.problem import SchedulingInstance
+from npusched.workload.layers import Layer
+from npusched.workload.network import Network
+
+SCHEMES = ("klotski", "stream", "flexer")
+
+
+def resolve_network(spec: str) -> Network:
+    """A zoo name, a network JSON file, or an ONNX file."""
+    if spec.endswith(".onnx"):
+        from npusched.io.onnx_import import read_onnx
+
+        return read_onnx(spec)
+    from npusched.workload.zoo import load_network
+
+    return load_network(spec)
+
+
+def footprint(layer: Layer, net: Network, tiling: Tiling, elem_bytes: int) -> int:
+    """Bytes of the largest μtensor: its input box, its weights and its output tile (partial sums
+    at 4 bytes when the reduction is split)."""
+    ch, rows, cols = needed_input(layer, tiling, net.in_shapes(layer)[0])
+    inp = (
+        int((ch[1] - ch[0]).max()) * int((rows[1] - rows[0]).max()) * int((cols[1] - cols[0]).max())
+    )
+    lk, ly, lx, lc = (int(tiling.lengths(d).max()) for d in range(4))
+    r, s = layer.kernel if layer.op == "conv" else (1, 1)
+    weights = lk * lc * r * s if layer.op in ("conv", "fc") else 0
+    out = lk * ly * lx * (4 if tiling.counts[3] > 1 else elem_bytes)
+    return (inp + weights) * elem_bytes + out
+
+
+def partition_network(
+    net: Network,
+    arch: Arch,
+    scheme: str,
+    *,
+    s: tuple[int, int, int, int] | None = None,
+    cn: Mapping[str, int] | None = None,
+    tiles: tuple[int, int, int, int] | None = None,
+    loop_order: str = "K,OY,OX,C",
+    align: bool = True,
+) -> SchedulingInstance:
+    """Cut every layer of ``net`` by ``scheme`` and build the μop-graph instance on ``arch``.
+
+    ``klotski`` needs ``s = (h, w, ic, oc)`` (aligned to the first core's PE array unless
+    ``align`` is false; every μtensor must fit the smallest core memory); ``stream`` takes the
+    CN loops ``cn`` (default one CN per output row, ``{"OY": 1}``); ``flexer`` the tile sizes
+    ``tiles = (t_oc, t_oh, t_ow, t_ic)`` and a ``loop_order`` (recorded with the instance).
+    """
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}; choose from {', '.join(SCHEMES)}")
+    elem = max(1, round(arch.element_bytes))
+    unrolls = [dict(c.pe_unroll) for c in arch.cores]
+    tilings: dict[str, Tiling] = {}
+    info: dict[str, Any] = {"scheme": scheme, "arch": arch.name}
+    for layer in net.layers:
+        if scheme == "klotski":
+            if s is None:
+                raise ValueError("the klotski scheme needs --s H,W,IC,OC")
+            simple = {k: v for k, v in unrolls[0].items() if "*" not in k}
+            tilings[layer.name] = klotski_tiling(net, layer, s, simple if align else None)
+        elif scheme == "stream":
+            tilings[layer.name] = stream_tiling(net, layer, cn or {"OY": 1})
+        else:
+            if tiles is None:
+                raise ValueError("the flexer scheme needs --tiles OC,OH,OW,IC")
+            tilings[layer.name] = flexer_tiling(net, layer, tiles)
+    memories = [c.memory_bytes for c in arch.cores if c.memory_bytes is not None]
+    if scheme == "klotski" and memories:
+        cap = min(memories)
+        for layer in net.layers:
+            need = footprint(layer, net, tilings[layer.name], elem)
+            if need > cap:
+                raise ValueError(
+                    f"layer {layer.name}: a μtensor needs {need} bytes, more than the "
+                    f"{cap}-byte core memory; choose a smaller --s"
+                )
+    if scheme == "klotski":
+        info["s"] = list(s or ())
+    elif scheme == "stream":
+        info["cn"] = dict(cn or {"OY": 1})
+    else:
+        info["tiles"], info["loop_order"] = list(tiles or ()), loop_order
+    kinds = [tilings[layer.name].kinds() for layer in net.layers]
+    info["max_kinds_per_layer"] = int(np.max(kinds))
+    name = f"{net.name}_{arch.name}_{scheme}"
+    return build_instance(
+        net,
+        tilings,
+        arch.to_accelerator(),
+        unrolls,
+        elem_bytes=elem,
+        name=name,
+        source=info,
+    )
