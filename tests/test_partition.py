@@ -259,3 +259,36 @@ def test_cli_partition_bad_arguments(tmp_path):
         "partition", "--network", path, "--arch", "no-such-arch", "--scheme", "stream", "-o", out
     )
     assert r.returncode == 2 and "no-such-arch" in r.stderr and not out.exists()
+
+
+@settings(max_examples=40, deadline=None)
+@given(two_layer_nets())
+def test_general_box_path_equals_the_product_path(case):
+    """Where every receptive field is an interval, the general box intersection (any partition)
+    finds exactly the edges of the per-dimension product path."""
+    from npusched.partition.grid import box_overlaps, needed_input
+
+    net, tilings = case
+    q = net.layer("q")
+    assume(q.op in ("conv", "maxpool") and q.dilation == (1, 1))
+    assume(q.stride[0] <= q.kernel[0] and q.stride[1] <= q.kernel[1])
+    pt, qt = tilings["p"], tilings["q"]
+    shape = net.shapes["p"]
+    prod = dependencies(pt, q, qt, shape)
+    pboxes = np.array(
+        [
+            [k0, k1, y0, y1, x0, x1]
+            for (_, _, _, c), (k0, k1, y0, y1, x0, x1) in _boxes(pt)
+            if c == pt.counts[3] - 1
+        ]
+    )
+    pidx = [int(pt.index(k, y, x, c)) for (k, y, x, c), _ in _boxes(pt) if c == pt.counts[3] - 1]
+    ch, rows, cols = needed_input(q, qt, shape)
+    cboxes, cidx = [], []
+    for (k, y, x, c), _ in _boxes(qt):
+        t = c if q.op == "conv" and q.groups == 1 else k
+        cboxes.append([ch[0][t], ch[1][t], rows[0][y], rows[1][y], cols[0][x], cols[1][x]])
+        cidx.append(int(qt.index(k, y, x, c)))
+    pj, ci, vol = box_overlaps(pboxes, np.array(cboxes))
+    general = {(pidx[a], cidx[b]): int(v) for a, b, v in zip(pj, ci, vol, strict=True)}
+    assert general == {(int(s), int(d)): int(v) for s, d, v in zip(*prod, strict=True)}

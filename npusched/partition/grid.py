@@ -235,3 +235,56 @@ def dependencies(
     dst = ctiling.index(ck[A], yi[B], xi[G], cc[A])
     vol = vol_c[A] * yv[B] * xv[G] * elem_bytes
     return src.astype(np.int64), dst.astype(np.int64), vol.astype(np.int64)
+
+
+def _expand(lo: IntArray, hi: IntArray) -> tuple[IntArray, IntArray]:
+    """For ranges ``[lo_i, hi_i)``: the owner ``i`` and the value of every element."""
+    count = np.maximum(hi - lo, 0)
+    owner = np.repeat(np.arange(lo.size), count)
+    value = (
+        np.repeat(lo, count)
+        + np.arange(int(count.sum()))
+        - np.repeat(np.cumsum(count) - count, count)
+    )
+    return owner, value
+
+
+def box_overlaps(
+    producers: NDArray[np.int64], consumers: NDArray[np.int64]
+) -> tuple[IntArray, IntArray, IntArray]:
+    """The general path for partitions that are not products of intervals: every pair of a
+    producer box and a consumer box that intersect, with the intersection volume.
+
+    Boxes are rows ``[c0, c1, y0, y1, x0, x1]`` (half-open); producer boxes must not overlap each
+    other. Producers are sorted by ``(y0, x0)``; a producer can only meet a consumer if its ``y0``
+    lies in ``(y0_c − H, y1_c)`` and its ``x0`` in ``(x0_c − W, x1_c)`` (``H``, ``W``: the largest
+    producer height and width), so two rounds of ``searchsorted`` — over the distinct ``y0`` rows,
+    then over ``x0`` inside each row — give the candidates, and array operations filter them.
+    Returns ``(producer, consumer, volume)`` for positive volumes.
+    """
+    if producers.size == 0 or consumers.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    order = np.lexsort((producers[:, 4], producers[:, 2]))
+    p = producers[order]
+    height = int((p[:, 3] - p[:, 2]).max())
+    width = int((p[:, 5] - p[:, 4]).max())
+    rows, row_of = np.unique(p[:, 2], return_inverse=True)
+    span = int(max(p[:, 5].max(), consumers[:, 5].max())) + width + 1
+    key = row_of.astype(np.int64) * span + p[:, 4]  # sorted: rows, then x0 within a row
+    ci, g = _expand(
+        np.searchsorted(rows, consumers[:, 2] - height, side="right"),
+        np.searchsorted(rows, consumers[:, 3], side="left"),
+    )
+    base = g.astype(np.int64) * span
+    lo = np.searchsorted(key, base + consumers[ci, 4] - width, side="right")
+    hi = np.searchsorted(key, base + consumers[ci, 5], side="left")
+    owner, pj = _expand(lo, hi)
+    ci = ci[owner]
+    vol = np.ones(ci.size, dtype=np.int64)
+    for a in range(3):
+        lo_a = np.maximum(p[pj, 2 * a], consumers[ci, 2 * a])
+        hi_a = np.minimum(p[pj, 2 * a + 1], consumers[ci, 2 * a + 1])
+        vol *= np.maximum(hi_a - lo_a, 0)
+    keep = vol > 0
+    return order[pj[keep]].astype(np.int64), ci[keep].astype(np.int64), vol[keep]

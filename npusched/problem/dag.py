@@ -15,6 +15,14 @@ from numpy.typing import NDArray
 IntArray = NDArray[np.int64]
 
 
+def _ranges(lo: IntArray, hi: IntArray) -> tuple[IntArray, IntArray]:
+    """For ranges ``[lo_i, hi_i)``: the owner ``i`` and the value of every element."""
+    count = np.maximum(hi - lo, 0)
+    owner = np.repeat(np.arange(lo.size), count)
+    start = np.repeat(lo - (np.cumsum(count) - count), count)
+    return owner, start + np.arange(int(count.sum()))
+
+
 def _csr(keys: IntArray, values: IntArray, n: int) -> tuple[IntArray, IntArray]:
     order = np.argsort(keys, kind="stable")
     ptr = np.zeros(n + 1, dtype=np.int64)
@@ -49,6 +57,7 @@ class UopGraph:
     succ_ptr: IntArray = field(init=False, repr=False)
     succ_idx: IntArray = field(init=False, repr=False)
     topo: IntArray = field(init=False, repr=False)
+    level: IntArray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         lat = np.asarray(self.latency, dtype=np.int64).reshape(-1)
@@ -86,20 +95,27 @@ class UopGraph:
         object.__setattr__(self, "topo", self._topological_order())
 
     def _topological_order(self) -> IntArray:
-        indeg = np.diff(self.pred_ptr).copy()
-        stack = list(np.flatnonzero(indeg == 0)[::-1])
-        order: list[int] = []
-        while stack:
-            i = int(stack.pop())
-            order.append(i)
-            for j in self.succ_idx[self.succ_ptr[i] : self.succ_ptr[i + 1]]:
-                indeg[j] -= 1
-                if indeg[j] == 0:
-                    stack.append(int(j))
-        if len(order) != self.n:
-            cyclic = [self.ids[i] for i in np.flatnonzero(indeg > 0)[:5]]
+        """Kahn's algorithm a frontier at a time (all sources, then all μops whose producers are
+        done, …), with array operations per frontier; also records each μop's level."""
+        n = self.n
+        indeg = np.bincount(self.dst, minlength=n)
+        level = np.full(n, -1, dtype=np.int64)
+        frontier = np.flatnonzero(indeg == 0)
+        order: list[IntArray] = []
+        depth = 0
+        while frontier.size:
+            order.append(frontier)
+            level[frontier] = depth
+            _, pos = _ranges(self.succ_ptr[frontier], self.succ_ptr[frontier + 1])
+            succ = self.succ_idx[pos]
+            indeg -= np.bincount(succ, minlength=n)
+            frontier = np.unique(succ[indeg[succ] == 0])
+            depth += 1
+        if (level < 0).any():
+            cyclic = [self.ids[i] for i in np.flatnonzero(level < 0)[:5]]
             raise ValueError(f"the μop graph has a cycle through μops {cyclic}")
-        return np.asarray(order, dtype=np.int64)
+        object.__setattr__(self, "level", level)
+        return np.concatenate(order).astype(np.int64) if order else np.zeros(0, np.int64)
 
     @property
     def n(self) -> int:
@@ -116,23 +132,28 @@ class UopGraph:
     def succs(self, i: int) -> IntArray:
         return self.succ_idx[self.succ_ptr[i] : self.succ_ptr[i + 1]]
 
+    def _by_level(self, of: IntArray) -> list[IntArray]:
+        """Edge indices grouped by the level of ``of`` (``self.dst`` or ``self.src``), levels
+        ascending."""
+        key = self.level[of]
+        order = np.argsort(key, kind="stable")
+        cut = np.flatnonzero(np.diff(key[order])) + 1
+        return np.split(order, cut) if order.size else []
+
     def heads(self, duration: IntArray | None = None) -> IntArray:
-        """Earliest start of each μop, i.e. the longest path into it (Klotski eq. 1, ASAP)."""
-        d = self.latency if duration is None else duration
+        """Earliest start of each μop, i.e. the longest path into it (Klotski eq. 1, ASAP);
+        computed level by level."""
+        d = np.asarray(self.latency if duration is None else duration, dtype=np.int64)
         head = np.zeros(self.n, dtype=np.int64)
-        for i in self.topo:
-            p = self.preds(int(i))
-            if p.size:
-                head[i] = int((head[p] + d[p]).max())
+        for e in self._by_level(self.dst):
+            np.maximum.at(head, self.dst[e], head[self.src[e]] + d[self.src[e]])
         return head
 
     def tails(self, duration: IntArray | None = None) -> IntArray:
         """Longest path from the start of each μop to the end of the DAG, its own latency included
-        (the b-level of list scheduling)."""
-        d = self.latency if duration is None else duration
-        tail = d.astype(np.int64).copy()
-        for i in self.topo[::-1]:
-            s = self.succs(int(i))
-            if s.size:
-                tail[i] = d[i] + int(tail[s].max())
-        return tail
+        (the b-level of list scheduling); computed level by level from the last."""
+        d = np.asarray(self.latency if duration is None else duration, dtype=np.int64)
+        below = np.zeros(self.n, dtype=np.int64)
+        for e in reversed(self._by_level(self.src)):
+            np.maximum.at(below, self.src[e], d[self.dst[e]] + below[self.dst[e]])
+        return d + below

@@ -1,0 +1,668 @@
+"""ONNX import: a convolutional network exported to ONNX as a
+:class:`~npusched.workload.network.Network` at batch 1.
+
+The model is loaded with :func:`onnx.load` and shaped by :func:`onnx.shape_inference.infer_shapes`
+(strict mode, with data propagation). It must have exactly one non-constant input of shape
+``[1, C, H, W]``; a batch above 1 or a symbolic (dynamic) dimension is rejected.
+
+Nodes map onto layers as follows.
+
+==========================================  ======================================================
+ONNX                                        npusched
+==========================================  ======================================================
+``Conv`` (2-D)                              ``conv``; ``auto_pad`` ``SAME_UPPER``/``SAME_LOWER``/
+                                            ``VALID`` become explicit pads; ``bias`` if it has
+                                            ``B``
+``Gemm``; ``MatMul`` by a constant matrix   ``fc`` (``transA`` must be 0); ``bias`` if ``Gemm``
+                                            has ``C``
+``MaxPool``, ``AveragePool``                ``maxpool``, ``avgpool``; ``ceil_mode`` becomes extra
+                                            bottom/right padding that yields the inferred size
+``GlobalAveragePool``, ``GlobalMaxPool``,   ``avgpool``/``maxpool`` with ``global_pool``
+``ReduceMean``/``ReduceMax`` over H and W
+``Add``/``Sum`` of two or more activations  ``add`` (same shapes; no broadcasting)
+``Concat`` on the channel axis              ``concat``
+==========================================  ======================================================
+
+Everything else that is supported makes no layer; its output maps onto the producer layer's:
+
+* ``BatchNormalization`` directly on a ``conv``/``fc`` output that nothing else reads is folded
+  into that layer, which gets ``bias=True`` (folding creates a per-channel bias
+  ``β - γ μ / √(σ² + ε)`` even when the convolution had none). The folded count is recorded in
+  ``source["folded_batchnorm"]``. A batch normalization anywhere else (e.g. pre-activation, on the
+  input) is a per-channel affine map with no MACs in the layer model: it is absorbed and listed in
+  ``source["unfolded_batchnorm"]``; its scale and shift are not counted as parameters.
+* ``Add``/``Sub`` of a constant on a ``conv``/``fc`` output that nothing else reads is that
+  layer's bias (``bias=True``; counted as ``"Add (bias)"`` in ``source["absorbed"]``);
+  elsewhere, and ``Mul``/``Div``/``Pow`` by a constant anywhere, it is an absorbed element-wise
+  map.
+* Activations (``Relu``, ``Clip``, ``Sigmoid``, ``HardSwish``, ``Softmax``, ... see
+  :data:`ACTIVATIONS`), ``Dropout`` and ``Identity``; an element-wise ``Mul``/``Div``/``Sub``/
+  ``Pow`` of two activations of the same layer (``x · σ(x)``, decomposed GELU).
+* ``Flatten``, ``Reshape``, ``Squeeze``, ``Unsqueeze`` that give ``[1, C·H·W]`` (what ``fc``
+  reads) or keep ``[1, C, H, W]``; ``Constant`` nodes and constant-only arithmetic.
+
+Absorbed node counts per operator are in ``source["absorbed"]``. Layer names are the ONNX node
+names (the first output's name when a node has none), with every run of characters outside
+``[A-Za-z0-9_.-]`` replaced by ``_`` and leading or trailing ``_`` dropped
+(``/layer1/layer1.0/conv1/Conv`` → ``layer1_layer1.0_conv1_Conv``), made unique with a ``_2``,
+``_3``, ... suffix (the name ``input`` is reserved for the network input). Every failure,
+including an unreadable file, is an :class:`~npusched.io.errors.InputError` naming the file, the
+node (``node NAME (OpType)``) or field, and the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from npusched.io.errors import InputError
+from npusched.workload.layers import INPUT, Layer, Shape
+from npusched.workload.network import Network
+
+ACTIVATIONS = frozenset(
+    {
+        "Relu",
+        "LeakyRelu",
+        "PRelu",
+        "ThresholdedRelu",
+        "Elu",
+        "Selu",
+        "Celu",
+        "Gelu",
+        "Clip",
+        "Sigmoid",
+        "HardSigmoid",
+        "HardSwish",
+        "Tanh",
+        "Softplus",
+        "Softsign",
+        "Mish",
+        "Erf",
+        "Abs",
+        "Neg",
+        "Sqrt",
+        "Exp",
+        "Softmax",
+        "LogSoftmax",
+        "LRN",
+    }
+)
+"""Element-wise (or per-position) maps absorbed into their producer layer."""
+
+PASSTHROUGH = frozenset({"Identity", "Dropout"})
+RESHAPES = frozenset({"Flatten", "Reshape", "Squeeze", "Unsqueeze"})
+ELEMENTWISE = frozenset({"Add", "Sub", "Mul", "Div", "Pow"})
+_NUMPY_BINARY = {
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Div": np.divide,
+    "Pow": np.power,
+}
+
+Dims = tuple[int | None, ...]
+
+
+@dataclass(frozen=True)
+class _Act:
+    """An activation tensor: the output of layer ``src`` (or the input), whose (C, H, W) is
+    ``shape``, seen as ``[1, C, H, W]`` (``rank`` 4) or flattened ``[1, C·H·W]`` (``rank`` 2).
+    ``raw``: still the layer's own output, read by nothing else, so a bias or batch norm on it
+    folds into the layer."""
+
+    src: str
+    shape: Shape
+    rank: int
+    raw: bool
+
+
+class _Importer:
+    """State of one import; :meth:`run` walks the nodes in their (topological) order."""
+
+    def __init__(self, model: onnx.ModelProto, path: str) -> None:
+        self.model = model
+        self.path = path
+        self.graph = model.graph
+        self.consts: dict[str, np.ndarray] = {}
+        self.dims: dict[str, Dims] = {}
+        self.values: dict[str, _Act] = {}
+        self.layers: list[Layer] = []
+        self.pos: dict[str, int] = {}
+        self.names: set[str] = {INPUT}
+        self.absorbed: Counter[str] = Counter()
+        self.folded_bn = 0
+        self.unfolded_bn: list[str] = []
+        self.consumers: Counter[str] = Counter(
+            t for node in self.graph.node for t in node.input if t
+        )
+        self.outputs = {o.name for o in self.graph.output}
+
+    # ---- helpers ------------------------------------------------------------------------------
+
+    def fail(self, node: onnx.NodeProto, reason: str) -> NoReturn:
+        label = node.name or (node.output[0] if node.output else "?")
+        raise InputError(self.path, f"node {label} ({node.op_type})", reason)
+
+    def act(self, node: onnx.NodeProto, tensor: str, rank: int | None = None) -> _Act:
+        """The activation ``tensor`` (of the given rank, if any) read by ``node``."""
+        if tensor in self.values:
+            a = self.values[tensor]
+            if rank is not None and a.rank != rank:
+                want = "[1, C, H, W]" if rank == 4 else "a flattened [1, N]"
+                self.fail(node, f"input {tensor!r} must be {want} activation, got rank {a.rank}")
+            return a
+        if tensor in self.consts:
+            self.fail(node, f"input {tensor!r} is a constant; an activation is needed")
+        self.fail(node, f"input {tensor!r} is not produced by an earlier node")
+
+    def shape_of(self, node: onnx.NodeProto, tensor: str) -> tuple[int, ...]:
+        """Static shape of a weight tensor (constant, or graph input with a known shape)."""
+        if tensor in self.consts:
+            return tuple(int(d) for d in self.consts[tensor].shape)
+        dims = self.dims.get(tensor)
+        if dims is None or any(d is None for d in dims):
+            self.fail(node, f"weight {tensor!r} has no static shape")
+        return tuple(int(d) for d in dims if d is not None)
+
+    def exclusive(self, tensor: str) -> bool:
+        """``tensor`` is read by exactly one node and is not a graph output."""
+        return self.consumers[tensor] == 1 and tensor not in self.outputs
+
+    def unique_name(self, node: onnx.NodeProto) -> str:
+        raw = node.name or (node.output[0] if node.output else "")
+        base = re.sub(r"[^A-Za-z0-9_.-]+", "_", raw).strip("_") or node.op_type.lower()
+        name, k = base, 2
+        while name in self.names:
+            name, k = f"{base}_{k}", k + 1
+        self.names.add(name)
+        return name
+
+    def add_layer(self, node: onnx.NodeProto, op: str, inputs: list[_Act], **kw: Any) -> None:
+        """Append a layer for ``node``, check its shape against ONNX's and map its output."""
+        name = self.unique_name(node)
+        try:
+            layer = Layer(name, op, tuple(a.src for a in inputs), **kw)
+            shape = layer.output_shape([a.shape for a in inputs])
+        except ValueError as err:
+            self.fail(node, str(err))
+        rank = 2 if op == "fc" else 4
+        expect = (1, *shape) if rank == 4 else (1, shape[0])
+        out = node.output[0]
+        dims = self.dims.get(out)
+        if dims is not None and dims != expect:
+            self.fail(
+                node, f"ONNX infers output shape {list(dims)}, the layer model {list(expect)}"
+            )
+        self.pos[name] = len(self.layers)
+        self.layers.append(layer)
+        self.values[out] = _Act(name, shape, rank, raw=op in ("conv", "fc") and self.exclusive(out))
+
+    def absorb(self, node: onnx.NodeProto, a: _Act, keep_raw: bool = False) -> None:
+        """Map ``node``'s first output onto ``a``'s layer (no layer of its own)."""
+        self.absorbed[node.op_type] += 1
+        raw = keep_raw and a.raw and self.exclusive(node.output[0])
+        self.values[node.output[0]] = replace(a, raw=raw)
+
+    def layer_width(self, a: _Act) -> int:
+        """Size of ``a``'s axis 1: channels (rank 4) or features (rank 2)."""
+        c, h, w = a.shape
+        return c if a.rank == 4 else c * h * w
+
+    def fold_bias(self, a: _Act) -> None:
+        k = self.pos[a.src]
+        self.layers[k] = replace(self.layers[k], bias=True)
+
+    def pads(
+        self,
+        node: onnx.NodeProto,
+        attrs: dict[str, Any],
+        hw: tuple[int, int],
+        kernel: tuple[int, int],
+        stride: tuple[int, int],
+        dilation: tuple[int, int],
+    ) -> tuple[int, int, int, int]:
+        """Explicit ``(top, bottom, left, right)`` from ``pads`` or ``auto_pad``."""
+        auto = attrs.get("auto_pad", "NOTSET")
+        if auto == "NOTSET":
+            p = [int(v) for v in attrs.get("pads", [0, 0, 0, 0])]
+            if len(p) != 4 or min(p) < 0:
+                self.fail(node, f"pads {p} must be four non-negative numbers")
+            return (p[0], p[2], p[1], p[3])  # ONNX: [top, left, bottom, right]
+        if auto == "VALID":
+            return (0, 0, 0, 0)
+        if auto not in ("SAME_UPPER", "SAME_LOWER"):
+            self.fail(node, f"unknown auto_pad {auto!r}")
+        out: list[int] = []
+        for n, r, s, d in zip(hw, kernel, stride, dilation, strict=True):
+            total = max(0, (-(-n // s) - 1) * s + d * (r - 1) + 1 - n)
+            lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
+            out += [lo, total - lo]
+        return (out[0], out[1], out[2], out[3])
+
+    # ---- the walk -----------------------------------------------------------------------------
+
+    def run(self, name: str) -> Network:
+        graph = self.graph
+        for init in graph.initializer:
+            self.consts[init.name] = numpy_helper.to_array(init)
+        for vi in [*graph.input, *graph.value_info, *graph.output]:
+            if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape"):
+                self.dims[vi.name] = tuple(
+                    d.dim_value if d.HasField("dim_value") else None
+                    for d in vi.type.tensor_type.shape.dim
+                )
+        input_shape = self.read_input()
+        for node in graph.node:
+            self.node(node)
+        if not self.layers:
+            raise InputError(
+                self.path, "graph", "no layers (conv, fc, pooling, add, concat) in the model"
+            )
+        source: dict[str, Any] = {
+            "format": "onnx",
+            "file": self.path,
+            "graph": graph.name,
+            "producer": f"{self.model.producer_name} {self.model.producer_version}".strip(),
+            "opset": max(
+                (o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")),
+                default=0,
+            ),
+            "folded_batchnorm": self.folded_bn,
+            "unfolded_batchnorm": self.unfolded_bn,
+            "absorbed": dict(sorted(self.absorbed.items())),
+        }
+        try:
+            return Network(name, input_shape, tuple(self.layers), source)
+        except ValueError as err:  # pragma: no cover - add_layer checks every layer already
+            raise InputError(self.path, "graph", str(err)) from None
+
+    def read_input(self) -> Shape:
+        inputs = [vi for vi in self.graph.input if vi.name not in self.consts]
+        if len(inputs) != 1:
+            names = [vi.name for vi in inputs]
+            raise InputError(
+                self.path, "graph.input", f"expected exactly one non-constant input, got {names}"
+            )
+        vi = inputs[0]
+        field = f"input {vi.name}"
+        if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
+            raise InputError(self.path, field, "has no tensor shape")
+        dims = list(vi.type.tensor_type.shape.dim)
+        if len(dims) != 4:
+            raise InputError(self.path, field, f"rank {len(dims)}; expected [1, C, H, W]")
+        values: list[int] = []
+        for axis, d in enumerate(dims):
+            if not d.HasField("dim_value"):
+                label = repr(d.dim_param) if d.dim_param else "unknown"
+                raise InputError(
+                    self.path,
+                    field,
+                    f"dynamic dimension {label} at axis {axis}; export with a fixed batch-1 "
+                    "shape (or fix it with onnx.tools.update_model_dims)",
+                )
+            values.append(int(d.dim_value))
+        if values[0] != 1:
+            raise InputError(self.path, field, f"batch {values[0]}; only batch 1 is supported")
+        if min(values) < 1:
+            raise InputError(self.path, field, f"empty shape {values}")
+        self.values[vi.name] = _Act(INPUT, (values[1], values[2], values[3]), 4, raw=False)
+        return (values[1], values[2], values[3])
+
+    def node(self, node: onnx.NodeProto) -> None:
+        op = node.op_type
+        if node.domain not in ("", "ai.onnx"):
+            self.fail(node, f"unsupported operator {node.domain}.{op} (custom domain)")
+        attrs: dict[str, Any] = {}
+        for a in node.attribute:
+            v = helper.get_attribute_value(a)
+            attrs[a.name] = v.decode() if isinstance(v, bytes) else v
+        if op == "Constant":
+            self.constant(node, attrs)
+            return
+        data = [t for t in node.input if t]
+        if data and all(t in self.consts for t in data):
+            self.fold_constant(node)
+            return
+        try:
+            self.dispatch(node, attrs)
+        except InputError:
+            raise
+        except (ValueError, TypeError, IndexError, KeyError) as err:  # malformed attributes
+            self.fail(node, f"malformed node: {err}")
+
+    def dispatch(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        op = node.op_type
+        handler = getattr(self, f"op_{op}", None)
+        if handler is not None:
+            handler(node, attrs)
+        elif op in ACTIVATIONS:
+            self.absorb(node, self.act(node, node.input[0]))
+        elif op in PASSTHROUGH:
+            self.absorb(node, self.act(node, node.input[0]), keep_raw=True)
+        elif op in RESHAPES:
+            self.reshape(node)
+        elif op in ELEMENTWISE:
+            self.elementwise(node)
+        else:
+            self.fail(
+                node,
+                f"unsupported operator {op}; supported: Conv, Gemm, MatMul, MaxPool, "
+                "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean/ReduceMax (H, W), "
+                "Add, Sum, Concat, BatchNormalization, activations, Flatten/Reshape, "
+                "Dropout, Identity",
+            )
+
+    # ---- constants ----------------------------------------------------------------------------
+
+    def constant(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        if "value" in attrs:
+            value = numpy_helper.to_array(attrs["value"])
+        else:
+            keys = [k for k in attrs if k.startswith("value_")]
+            if not keys or isinstance(attrs[keys[0]], onnx.SparseTensorProto):
+                self.fail(node, "unsupported Constant form")
+            value = np.asarray(attrs[keys[0]])
+        self.consts[node.output[0]] = value
+
+    def fold_constant(self, node: onnx.NodeProto) -> None:
+        """Nodes whose inputs are all constant: evaluate the simple ones, else refuse."""
+        args = [self.consts[t] for t in node.input if t]
+        if node.op_type in _NUMPY_BINARY and len(args) == 2:
+            self.consts[node.output[0]] = _NUMPY_BINARY[node.op_type](args[0], args[1])
+        elif node.op_type in ("Identity", "Cast"):
+            self.consts[node.output[0]] = args[0]
+        else:
+            self.fail(node, f"unsupported operator {node.op_type} on constants only")
+
+    # ---- layers -------------------------------------------------------------------------------
+
+    def op_Conv(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        x = self.act(node, node.input[0], rank=4)
+        if len(node.input) < 2:
+            self.fail(node, "needs a weight input")
+        w = self.shape_of(node, node.input[1])
+        if len(w) != 4:
+            self.fail(node, f"weight shape {list(w)}: only 2-D convolutions are supported")
+        kernel = (w[2], w[3])
+        if list(attrs.get("kernel_shape", kernel)) != list(kernel):
+            self.fail(node, f"kernel_shape {attrs['kernel_shape']} disagrees with weight {list(w)}")
+        groups = int(attrs.get("group", 1))
+        if w[1] * groups != x.shape[0]:
+            self.fail(
+                node, f"weight {list(w)} with group {groups} does not fit {x.shape[0]} channels"
+            )
+        stride = _pair(attrs.get("strides", (1, 1)))
+        dilation = _pair(attrs.get("dilations", (1, 1)))
+        pad = self.pads(node, attrs, x.shape[1:], kernel, stride, dilation)
+        bias = len(node.input) > 2 and bool(node.input[2])
+        self.add_layer(
+            node,
+            "conv",
+            [x],
+            out_channels=w[0],
+            kernel=kernel,
+            stride=stride,
+            pad=pad,
+            dilation=dilation,
+            groups=groups,
+            bias=bias,
+        )
+
+    def op_Gemm(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        a = self.act(node, node.input[0], rank=2)
+        if attrs.get("transA", 0):
+            self.fail(node, "transA=1 is not supported (the activation must be [1, N])")
+        b = self.shape_of(node, node.input[1])
+        if len(b) != 2:
+            self.fail(node, f"B shape {list(b)} must be a matrix")
+        n, k = (b[1], b[0]) if attrs.get("transB", 0) else b
+        self.fc(node, a, n, k, bias=len(node.input) > 2 and bool(node.input[2]))
+
+    def op_MatMul(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        if node.input[1] in self.values:
+            self.fail(node, "MatMul of two activations is not supported (weights must be constant)")
+        a = self.act(node, node.input[0], rank=2)
+        b = self.shape_of(node, node.input[1])
+        if len(b) != 2:
+            self.fail(node, f"weight shape {list(b)} must be a matrix [N, K]")
+        self.fc(node, a, b[0], b[1], bias=False)
+
+    def fc(self, node: onnx.NodeProto, a: _Act, n: int, k: int, bias: bool) -> None:
+        c, h, w = a.shape
+        if n != c * h * w:
+            self.fail(node, f"weight reads {n} features, the input has {c * h * w}")
+        self.add_layer(node, "fc", [a], out_channels=k, bias=bias)
+
+    def pool(self, node: onnx.NodeProto, attrs: dict[str, Any], op: str) -> None:
+        if len(node.output) > 1 and node.output[1] and self.consumers[node.output[1]]:
+            self.fail(node, "the Indices output is not supported")
+        x = self.act(node, node.input[0], rank=4)
+        if "kernel_shape" not in attrs:
+            self.fail(node, "kernel_shape is required")
+        if len(attrs["kernel_shape"]) != 2:
+            self.fail(node, f"kernel_shape {attrs['kernel_shape']}: only 2-D pooling")
+        kernel = _pair(attrs["kernel_shape"])
+        stride = _pair(attrs.get("strides", (1, 1)))
+        dilation = _pair(attrs.get("dilations", (1, 1)))
+        pad = list(self.pads(node, attrs, x.shape[1:], kernel, stride, dilation))
+        if attrs.get("ceil_mode", 0):
+            # ceil_mode: extra bottom/right padding (no MACs in pooling) that reaches ONNX's size
+            dims = self.dims.get(node.output[0])
+            for axis in (0, 1):
+                n, r, s, d = x.shape[1 + axis], kernel[axis], stride[axis], dilation[axis]
+                span = n + pad[2 * axis] + pad[2 * axis + 1] - d * (r - 1) - 1
+                target = -(-span // s) + 1
+                if dims is not None and len(dims) == 4 and dims[2 + axis] is not None:
+                    target = int(dims[2 + axis] or 0)
+                pad[2 * axis + 1] += max(0, (target - 1) * s - span)
+        self.add_layer(
+            node,
+            op,
+            [x],
+            kernel=kernel,
+            stride=stride,
+            pad=(pad[0], pad[1], pad[2], pad[3]),
+            dilation=dilation,
+        )
+
+    def op_MaxPool(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        self.pool(node, attrs, "maxpool")
+
+    def op_AveragePool(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        self.pool(node, attrs, "avgpool")
+
+    def global_pool(self, node: onnx.NodeProto, op: str, keepdims: bool = True) -> None:
+        x = self.act(node, node.input[0], rank=4)
+        out = node.output[0]
+        if not keepdims:  # check and map a [1, C] output; the layer itself is [1, C, 1, 1]
+            dims = self.dims.pop(out, None)
+            if dims is not None and dims != (1, x.shape[0]):
+                self.fail(node, f"ONNX infers output shape {list(dims)}, expected [1, C]")
+        self.add_layer(node, op, [x], global_pool=True)
+        if not keepdims:
+            self.values[out] = replace(self.values[out], rank=2)
+
+    def op_GlobalAveragePool(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        self.global_pool(node, "avgpool")
+
+    def op_GlobalMaxPool(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        self.global_pool(node, "maxpool")
+
+    def reduce(self, node: onnx.NodeProto, attrs: dict[str, Any], op: str) -> None:
+        axes = attrs.get("axes")
+        if axes is None and len(node.input) > 1 and node.input[1]:
+            if node.input[1] not in self.consts:
+                self.fail(node, "axes must be constant")
+            axes = self.consts[node.input[1]].tolist()
+        if axes is None or sorted(int(a) % 4 for a in axes) != [2, 3]:
+            self.fail(node, f"only a reduction over H and W (axes 2, 3) is supported, got {axes}")
+        self.act(node, node.input[0], rank=4)
+        self.global_pool(node, op, keepdims=bool(attrs.get("keepdims", 1)))
+
+    def op_ReduceMean(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        self.reduce(node, attrs, "avgpool")
+
+    def op_ReduceMax(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        self.reduce(node, attrs, "maxpool")
+
+    def op_Concat(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        xs = [self.act(node, t) for t in node.input if t]
+        if any(x.rank != 4 for x in xs) or int(attrs.get("axis", 1)) % 4 != 1:
+            self.fail(node, "only Concat of [1, C, H, W] activations on the channel axis (1)")
+        self.add_layer(node, "concat", xs)
+
+    def op_Sum(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        xs = [self.act(node, t) for t in node.input if t]
+        if len(xs) == 1:
+            self.absorb(node, xs[0], keep_raw=True)
+        else:
+            self.add_activations(node, xs)
+
+    def add_activations(self, node: onnx.NodeProto, xs: list[_Act]) -> None:
+        if any(x.shape != xs[0].shape or x.rank != xs[0].rank for x in xs):
+            shapes = [list(x.shape) for x in xs]
+            self.fail(node, f"element-wise add needs equal shapes (no broadcasting), got {shapes}")
+        self.add_layer(node, "add", xs)
+        if xs[0].rank == 2:
+            self.values[node.output[0]] = replace(self.values[node.output[0]], rank=2)
+
+    def op_BatchNormalization(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        if any(o and self.consumers[o] for o in node.output[1:]):
+            self.fail(node, "training-mode outputs (running mean/var) are not supported")
+        x = self.act(node, node.input[0])
+        if x.raw and self.exclusive(node.input[0]):
+            self.fold_bias(x)
+            self.folded_bn += 1
+            self.values[node.output[0]] = replace(x, raw=self.exclusive(node.output[0]))
+        else:
+            self.unfolded_bn.append(node.name or node.output[0])
+            self.absorb(node, x)
+
+    # ---- absorbed -----------------------------------------------------------------------------
+
+    def reshape(self, node: onnx.NodeProto) -> None:
+        x = self.act(node, node.input[0])
+        dims = self.dims.get(node.output[0])
+        c, h, w = x.shape
+        if dims == (1, c * h * w):
+            rank = 2
+        elif dims == (1, c, h, w):
+            rank = 4
+        else:
+            got = "unknown" if dims is None else list(dims)
+            self.fail(
+                node,
+                f"output shape {got} is neither [1, {c * h * w}] (flattened for fc) nor "
+                f"[1, {c}, {h}, {w}]",
+            )
+        self.absorb(node, x, keep_raw=True)
+        self.values[node.output[0]] = replace(self.values[node.output[0]], rank=rank)
+
+    def elementwise(self, node: onnx.NodeProto) -> None:
+        """Add/Sub/Mul/Div/Pow with a constant, or of two activations."""
+        if len(node.input) != 2:
+            self.fail(node, "expects two inputs")
+        acts = [t for t in node.input if t in self.values]
+        if len(acts) == 2:
+            a, b = self.act(node, acts[0]), self.act(node, acts[1])
+            if node.op_type == "Add":
+                self.add_activations(node, [a, b])
+            elif a.src == b.src and a.shape == b.shape and a.rank == b.rank:
+                self.absorb(node, a)  # x · σ(x) and the like
+            else:
+                self.fail(
+                    node,
+                    f"element-wise {node.op_type} of two different layers' outputs is not "
+                    "supported (only Add is a layer)",
+                )
+            return
+        if not acts:
+            self.act(node, node.input[0])  # reports the missing input
+        x = self.act(node, acts[0])
+        const_name = node.input[1] if node.input[0] == acts[0] else node.input[0]
+        if const_name not in self.consts:
+            self.act(node, const_name)
+        const = self.consts[const_name]
+        dims = self.dims.get(node.output[0])
+        expect = (1, *x.shape) if x.rank == 4 else (1, x.shape[0] * x.shape[1] * x.shape[2])
+        if dims is not None and dims != expect:
+            self.fail(node, f"broadcasting a constant changes the shape to {list(dims)}")
+        # a bias: one value, or one per channel (size K on axis 1 once broadcast, 1 elsewhere)
+        aligned = (1,) * (x.rank - const.ndim) + tuple(const.shape)
+        per_channel = const.size == 1 or (
+            len(aligned) == x.rank and aligned[1] == const.size == self.layer_width(x)
+        )
+        if node.op_type in ("Add", "Sub") and x.raw and self.exclusive(acts[0]) and per_channel:
+            self.fold_bias(x)
+            self.values[node.output[0]] = replace(x, raw=self.exclusive(node.output[0]))
+            self.absorbed[f"{node.op_type} (bias)"] += 1
+        else:
+            self.absorb(node, x)
+
+
+def _pair(v: Any) -> tuple[int, int]:
+    t = tuple(int(x) for x in v)
+    if len(t) != 2:
+        raise ValueError(f"expected two values, got {list(t)}")
+    return (t[0], t[1])
+
+
+def read_onnx(
+    path_or_model: str | os.PathLike[str] | onnx.ModelProto, name: str | None = None
+) -> Network:
+    """Read an ONNX CNN as a batch-1 :class:`~npusched.workload.network.Network`.
+
+    Parameters
+    ----------
+    path_or_model
+        An ``.onnx`` file or a loaded :class:`onnx.ModelProto`.
+    name
+        Network name; default the file's stem (or the graph's name for a model).
+
+    Returns
+    -------
+    Network
+        Layers in the graph's order, with ``source`` recording the file, producer, opset, the
+        folded and unfolded batch normalizations and the absorbed operators.
+
+    Raises
+    ------
+    InputError
+        The file cannot be read or shaped, the input is not ``[1, C, H, W]`` with static
+        dimensions, or a node is unsupported or malformed (named with its operator).
+    """
+    if isinstance(path_or_model, onnx.ModelProto):
+        model = path_or_model
+        path = f"<onnx model {model.graph.name or '?'}>"
+        default_name = model.graph.name or "onnx"
+    else:
+        path = str(path_or_model)
+        default_name = Path(path).stem
+        try:
+            model = onnx.load(path)
+        except OSError as err:
+            raise InputError(path, "(file)", err.strerror or str(err)) from None
+        except Exception as err:  # protobuf DecodeError and friends
+            raise InputError(path, "(file)", f"not a readable ONNX model: {err}") from None
+    if not model.graph.node:
+        raise InputError(path, "graph", "no nodes (empty or not an ONNX model)")
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except Exception as err:
+        reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+        raise InputError(path, "(shape inference)", reason) from None
+    importer = _Importer(inferred, path)
+    try:
+        return importer.run(name or default_name)
+    except InputError:
+        raise
+    except (ValueError, TypeError, IndexError, KeyError) as err:  # malformed attributes etc.
+        raise InputError(path, "graph", f"malformed model: {err}") from None
