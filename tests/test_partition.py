@@ -292,3 +292,38 @@ def test_general_box_path_equals_the_product_path(case):
     pj, ci, vol = box_overlaps(pboxes, np.array(cboxes))
     general = {(pidx[a], cidx[b]): int(v) for a, b, v in zip(pj, ci, vol, strict=True)}
     assert general == {(int(s), int(d)): int(v) for s, d, v in zip(*prod, strict=True)}
+
+
+def test_resnet50_and_vgg16_partitioned_keep_published_macs_and_solve(tmp_path):
+    """`npusched info` on partitioned ResNet-50 and VGG16 reports the published MAC totals
+    (torchvision: 4.09 and 15.47 GMACs, to the rounding of the published figure); the ResNet-50
+    instance solves with list scheduling and with time-limited CP-SAT, and both pass verify."""
+    import json
+
+    from conftest import run_cli
+
+    published = {"resnet50": 4.09e9, "vgg16": 15.47e9}
+    for name, macs in published.items():
+        out = tmp_path / f"{name}.json"
+        r = run_cli(
+            "partition",
+            "--network",
+            name,
+            "--arch",
+            "flexer-arch7",
+            "--scheme",
+            "stream",
+            "--cn",
+            "OY=4",
+            "-o",
+            out,
+        )
+        assert r.returncode == 0, r.stderr
+        info = json.loads(run_cli("info", out, "--json").stdout)
+        assert abs(info["total_macs"] - macs) <= 0.005e9
+    inst = tmp_path / "resnet50.json"
+    for method, extra in (("list", []), ("cpsat", ["--time-limit", "10", "--threads", "2"])):
+        sol = tmp_path / f"{method}.sol.json"
+        r = run_cli("solve", inst, "--method", method, *extra, "--out", sol)
+        assert r.returncode == 0 and "verify=ok" in r.stdout, r.stdout + r.stderr
+        assert run_cli("verify", inst, sol).returncode == 0

@@ -61,8 +61,8 @@ channels are split) and computes each μop's latency on each core from its loop 
 array's spatial unrolling, with the ceil() losses of partial tiles. The result is an ordinary
 scheduling instance: list scheduling and CP-SAT solve it, and `verify` checks it."""),
     code("""net = load_network("resnet18")
-arch = load_arch("flexer-arch3")
-inst = partition_network(net, arch, "stream", cn={"OY": 7})
+arch = load_arch("flexer-arch7")
+inst = partition_network(net, arch, "stream", cn={"OY": 2})
 print(f"{inst.n} μops, {inst.graph.num_edges} edges, {inst.m} cores, "
       f"MACs {inst.source['macs'] / 1e9:.3f} G, lower bound {inst.lower_bound()}")
 heur = solve(inst, "list")
@@ -74,7 +74,7 @@ start = exact.solution.start
 plt.figure(figsize=(9, 3))
 plt.scatter(start, layer_of, s=4)
 plt.xlabel("start cycle"); plt.ylabel("layer index")
-plt.title("ResNet-18 CNs on flexer-arch3: layers overlap in time (layer fusion)")
+plt.title("ResNet-18 CNs on flexer-arch7: layers overlap in time (layer fusion)")
 plt.show()"""),
 ]
 nb = nbf.v4.new_notebook(
