@@ -327,3 +327,40 @@ def test_resnet50_and_vgg16_partitioned_keep_published_macs_and_solve(tmp_path):
         r = run_cli("solve", inst, "--method", method, *extra, "--out", sol)
         assert r.returncode == 0 and "verify=ok" in r.stdout, r.stdout + r.stderr
         assert run_cli("verify", inst, sol).returncode == 0
+
+
+def test_flexer_loop_order_numbers_the_operations():
+    """Flexer Fig. 3c: with the input-channel loop outermost, the first third of a layer's
+    operations start partial sums (no predecessor) and the rest accumulate onto them."""
+    from npusched.arch import load_arch
+    from npusched.partition.api import partition_network
+
+    net = Network("one", (6, 4, 4), (Layer("c", "conv", (INPUT,), 4, (3, 3), pad=(1,) * 4),))
+    arch = load_arch("flexer-arch1")
+    for order, first_free in (("K,OY,OX,C", False), ("C,K,OY,OX", True)):
+        inst = partition_network(net, arch, "flexer", tiles=(2, 2, 2, 2), loop_order=order)
+        indeg = np.bincount(inst.graph.dst, minlength=inst.n)
+        third = inst.n // 3
+        assert (indeg[:third] == 0).all() == first_free
+        assert indeg.sum() == inst.n - third  # chains of 3: two partial-sum edges per output
+        assert verify(inst, solve(inst, "list").solution).ok
+
+
+def test_klotski_mutensor_must_fit_the_core_memory(tmp_path):
+    from conftest import run_cli
+
+    out = tmp_path / "o.json"
+    r = run_cli(
+        "partition",
+        "--network",
+        "vgg16",
+        "--arch",
+        "klotski-3x3",
+        "--scheme",
+        "klotski",
+        "--s",
+        "224,224,512,512",
+        "-o",
+        out,
+    )
+    assert r.returncode == 2 and "core memory" in r.stderr and not out.exists()

@@ -11,7 +11,12 @@ import numpy as np
 from npusched.arch import Arch
 from npusched.partition.build import build_instance
 from npusched.partition.grid import Tiling, needed_input
-from npusched.partition.schemes import flexer_tiling, klotski_tiling, stream_tiling
+from npusched.partition.schemes import (
+    flexer_tiling,
+    klotski_tiling,
+    loop_order_rank,
+    stream_tiling,
+)
 from npusched.problem import SchedulingInstance
 from npusched.workload.layers import Layer
 from npusched.workload.network import Network
@@ -57,10 +62,11 @@ def partition_network(
 ) -> SchedulingInstance:
     """Cut every layer of ``net`` by ``scheme`` and build the μop-graph instance on ``arch``.
 
-    ``klotski`` needs ``s = (h, w, ic, oc)`` (aligned to the first core's PE array unless
-    ``align`` is false; every μtensor must fit the smallest core memory); ``stream`` takes the
-    CN loops ``cn`` (default one CN per output row, ``{"OY": 1}``); ``flexer`` the tile sizes
-    ``tiles = (t_oc, t_oh, t_ow, t_ic)`` and a ``loop_order`` (recorded with the instance).
+        ``klotski`` needs ``s = (h, w, ic, oc)`` (aligned to the first core's PE array unless
+        ``align`` is false; every μtensor must fit the smallest core memory); ``stream`` takes the
+        CN loops ``cn`` (default one CN per output row, ``{"OY": 1}``); ``flexer`` the tile sizes
+        ``tiles = (t_oc, t_oh, t_ow, t_ic)`` and a ``loop_order``, which numbers each layer's μops
+    (Fig. 3c: the operation sequence of the loop nest).
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; choose from {', '.join(SCHEMES)}")
@@ -96,6 +102,9 @@ def partition_network(
         info["cn"] = dict(cn or {"OY": 1})
     else:
         info["tiles"], info["loop_order"] = list(tiles or ()), loop_order
+    ranks = None
+    if scheme == "flexer":
+        ranks = {name: loop_order_rank(t, loop_order) for name, t in tilings.items()}
     kinds = [tilings[layer.name].kinds() for layer in net.layers]
     info["max_kinds_per_layer"] = int(np.max(kinds))
     name = f"{net.name}_{arch.name}_{scheme}"
@@ -107,4 +116,5 @@ def partition_network(
         elem_bytes=elem,
         name=name,
         source=info,
+        ranks=ranks,
     )

@@ -64,8 +64,12 @@ def build_instance(
     psum_bytes: int = 4,
     name: str | None = None,
     source: dict[str, Any] | None = None,
+    ranks: Mapping[str, IntArray] | None = None,
 ) -> SchedulingInstance:
-    """The μop DAG of ``net`` cut by ``tilings`` on ``accelerator`` (one PE unrolling per core)."""
+    """The μop DAG of ``net`` cut by ``tilings`` on ``accelerator`` (one PE unrolling per core).
+
+    ``ranks`` renumbers a layer's μops (:meth:`Tiling.index` order → position), e.g. Flexer's
+    loop order (:func:`~npusched.partition.schemes.loop_order_rank`)."""
     if len(unrolls) != accelerator.m:
         raise ValueError(f"{len(unrolls)} PE arrays for {accelerator.m} cores")
     offsets: dict[str, int] = {}
@@ -73,6 +77,14 @@ def build_instance(
     for layer in net.layers:
         offsets[layer.name] = n
         n += tilings[layer.name].size
+    rank = {
+        layer.name: (
+            np.arange(tilings[layer.name].size)
+            if ranks is None or layer.name not in ranks
+            else np.asarray(ranks[layer.name], dtype=np.int64)
+        )
+        for layer in net.layers
+    }
     distinct = {tuple(sorted(u.items())) for u in unrolls}
     lat = np.empty((n, len(distinct)), dtype=np.int64)
     col = {u: k for k, u in enumerate(sorted(distinct))}
@@ -81,22 +93,23 @@ def build_instance(
     byts: list[IntArray] = []
     for layer in net.layers:
         t, off = tilings[layer.name], offsets[layer.name]
+        r = rank[layer.name]
         for u, k in col.items():
-            lat[off : off + t.size, k] = tile_cycles(layer, t, dict(u))
+            lat[off + r, k] = tile_cycles(layer, t, dict(u))
         nk, ny, nx, nc = t.counts
         if nc > 1:  # partial-sum chains
             idx = np.arange(t.size).reshape(nk, ny, nx, nc)
             vol = np.einsum("k,y,x->kyx", t.lengths(0), t.lengths(1), t.lengths(2))
-            srcs.append(off + idx[..., :-1].reshape(-1))
-            dsts.append(off + idx[..., 1:].reshape(-1))
+            srcs.append(off + r[idx[..., :-1].reshape(-1)])
+            dsts.append(off + r[idx[..., 1:].reshape(-1)])
             byts.append(np.repeat(vol.reshape(-1), nc - 1) * psum_bytes)
         channel = 0
         for p in layer.inputs:
             shape = net.shapes[p]
             if p != INPUT:
                 s, d, b = dependencies(tilings[p], layer, t, shape, channel, elem_bytes)
-                srcs.append(offsets[p] + s)
-                dsts.append(off + d)
+                srcs.append(offsets[p] + rank[p][s])
+                dsts.append(off + r[d])
                 byts.append(b)
             if layer.op == "concat":
                 channel += shape[0]
