@@ -1,7 +1,9 @@
-"""Plots rendered to PNG: Gantt chart, anytime curve, mesh traffic heat map."""
+"""Plots rendered to PNG: Gantt chart, anytime curve, mesh traffic heat map, roofline and time
+breakdown of tile choices."""
 
 from npusched.plot.anytime import anytime
 from npusched.plot.gantt import gantt
 from npusched.plot.mesh import link_traffic, mesh_heatmap
+from npusched.plot.tiling import roofline, time_breakdown
 
-__all__ = ["anytime", "gantt", "link_traffic", "mesh_heatmap"]
+__all__ = ["anytime", "gantt", "link_traffic", "mesh_heatmap", "roofline", "time_breakdown"]
