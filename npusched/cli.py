@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -521,6 +522,9 @@ def build_parser() -> argparse.ArgumentParser:
     pa.add_argument("--loop-order", default="K,OY,OX,C", help="flexer: loop order, outermost first")
     pa.add_argument("-o", "--output", required=True)
     pa.set_defaults(func=_cmd_partition)
+    from npusched.tiling.cli import add_parser as add_tile
+
+    add_tile(sub)
     i = sub.add_parser("info", help="size, MACs, bytes, critical path and work of an instance")
     i.add_argument("instance", help="instance .json, Stream export, or .stg with --cores")
     i.add_argument("--cores", type=_positive_int, help="number of cores for an .stg file")
@@ -550,6 +554,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("npusched: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of our output went away (e.g. `| head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
