@@ -419,3 +419,21 @@ def test_cli_errors_exit_2(tmp_path, capsys):
         tile_cli.cmd_tile(tile_args("--network", str(path), "--arch", "tso-nmp-16"))
     assert tile_cli.main(["tile", "--network", str(path), "--arch", "tso-nmp-16"]) == 2
     assert "no conv or fc" in capsys.readouterr().err
+
+
+def test_main_cli_tile_json_and_errors():
+    """`npusched tile` through the main command: the JSON fields of the issue, exit 2 on bad
+    input without a traceback."""
+    import json
+
+    from conftest import run_cli
+
+    r = run_cli("tile", "--network", "lenet", "--arch", "tso-nmp-16", "--json", "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert {"network", "arch", "model", "total_time_us", "search_seconds", "layers"} <= set(out)
+    keys = {"name", "tle", "tlt", "T_R", "T_C", "T_N", "T_M", "time_us"}
+    assert all(keys <= set(layer) for layer in out["layers"])
+    assert abs(sum(layer["time_us"] for layer in out["layers"]) - out["total_time_us"]) < 1e-6
+    r = run_cli("tile", "--network", "nosuch", "--arch", "tso-nmp-16")
+    assert r.returncode == 2 and "nosuch" in r.stderr and "Traceback" not in r.stderr
