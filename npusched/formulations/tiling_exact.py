@@ -928,11 +928,14 @@ def solve_layer_exact(
     warm: LayerChoice | bool | None = True,
     time_limit: float = 10.0,
     threads: int = 2,
+    combos: list[tuple[str, str]] | None = None,
 ) -> tuple[float, str]:
     """``(time in µs, status)`` of :func:`solve_layer_cpsat` (``npusched tile --exact``): the
-    best tiling's estimate under ``model`` (``inf`` when none was found) and ``"optimal"``,
-    ``"feasible"``, ``"infeasible"``, ``"time_limit_no_solution"`` or ``"error"``."""
-    ex = solve_layer_cpsat(layer, in_shape, arch, model, warm, time_limit, threads)
+    best tiling's estimate under ``model`` (``inf`` when none was found; for ``"noburst"`` the
+    volume-model time, as ``LayerChoice.objective_us``) and ``"optimal"``, ``"feasible"``,
+    ``"infeasible"``, ``"time_limit_no_solution"`` or ``"error"``. ``combos`` restricts the
+    (slicing, schedule) pairs (e.g. to honour a fixed slicing); default all 9."""
+    ex = solve_layer_cpsat(layer, in_shape, arch, model, warm, time_limit, threads, combos=combos)
     r = ex.result
     return (math.inf if r.objective is None else r.objective), r.status.value
 
