@@ -19,28 +19,9 @@ import json
 import sys
 from typing import Any
 
+from npusched.cli import _positive_float, _positive_int
 from npusched.io.errors import InputError
 from npusched.tiling.tso import MODELS, TLE_SLICINGS, TLT_SCHEDULES
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return v
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
