@@ -1,0 +1,305 @@
+"""Flexer's problem: the tiled convolution of one layer on ``n`` NPUs sharing a global buffer, and
+the schedules that run it (Min, Kwon, Egger, CGO 2023, §2.2–§3, Fig. 3).
+
+A layer tiled by ``(t_oc, t_oh, t_ow, t_ic)`` is a DFG of operations ``tCONV (k, y, x, c)``
+(Fig. 3c) that read an input tile ``IN[c, y, x]``, a weight tile ``WT[k, c]`` and, for ``c > 0``,
+the partial sum ``OT[k, y, x]`` left by ``(k, y, x, c − 1)``, and write ``OT[k, y, x]`` in
+place. The only edges of the DFG are these partial-sum chains. Data tiles are numbered once:
+inputs first, then weights, then output tiles; an output tile is one block for its whole chain
+(accumulators of ``psum_bytes`` per element while the chain runs, written back at the output
+precision when it ends).
+
+A :class:`FlexerSchedule` records everything a checker needs: the NPU and time of each
+operation, every DRAM transfer, and every *residency* — a data tile occupying the address range
+``[addr, addr + size)`` of the global buffer during ``[start, end)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from npusched.costmodel import compute_cycles
+from npusched.partition.grid import Tiling, layer_extents
+from npusched.workload.layers import Layer
+from npusched.workload.network import Network
+
+IntArray = NDArray[np.int64]
+
+#: Data types, as in Fig. 10 (``PS`` is an output tile written back before its chain ends).
+IN, WT, OT = 0, 1, 2
+TYPE_NAMES = ("IN", "WT", "OT")
+TRANSFER_TYPES = ("input", "weight", "psum", "output")
+
+
+def supports(layer: Layer) -> bool:
+    """Layers Flexer tiles: dense convolutions and fully connected layers."""
+    return layer.op == "fc" or (layer.op == "conv" and layer.groups == 1)
+
+
+@dataclass(frozen=True, eq=False)
+class TiledConv:
+    """The DFG of one tiled layer (Fig. 3) with data sizes in bytes and latencies in cycles.
+
+    Operations are numbered as :meth:`Tiling.index` (``C`` innermost), so ``o − 1`` is the
+    partial-sum predecessor of every operation with ``c > 0``.
+
+    Attributes
+    ----------
+    name
+        Layer name.
+    counts
+        Tiles per dimension ``(n_k, n_y, n_x, n_c)``.
+    data_type
+        ``IN``, ``WT`` or ``OT`` per data tile.
+    data_bytes
+        Size of each data tile in the buffer (output tiles: ``psum_bytes`` per element while
+        ``n_c > 1``).
+    out_bytes
+        Bytes written to DRAM when an output tile is final (element precision).
+    op_in, op_wt, op_ot
+        Data tiles each operation reads (``op_ot`` is read for ``c > 0`` and always written).
+    op_c
+        Input-channel tile index ``c`` of each operation.
+    latency
+        Cycles of each operation on one NPU (the cost model).
+    """
+
+    name: str
+    counts: tuple[int, int, int, int]
+    data_type: IntArray
+    data_bytes: IntArray
+    out_bytes: IntArray
+    op_in: IntArray
+    op_wt: IntArray
+    op_ot: IntArray
+    op_c: IntArray
+    latency: IntArray
+    tiles: tuple[int, int, int, int] = (0, 0, 0, 0)
+    _uses: IntArray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        n = self.op_in.size
+        for a in (self.op_wt, self.op_ot, self.op_c, self.latency):
+            if a.size != n:
+                raise ValueError("operation arrays differ in length")
+        if (self.data_bytes <= 0).any() or (self.latency <= 0).any():
+            raise ValueError("data sizes and latencies must be positive")
+        uses = np.bincount(self.op_in, minlength=self.n_data) + np.bincount(
+            self.op_wt, minlength=self.n_data
+        )
+        uses += np.bincount(self.op_ot, minlength=self.n_data)
+        object.__setattr__(self, "_uses", uses.astype(np.int64))
+
+    @property
+    def n_ops(self) -> int:
+        return int(self.op_in.size)
+
+    @property
+    def n_data(self) -> int:
+        return int(self.data_type.size)
+
+    @property
+    def uses(self) -> IntArray:
+        """Operations that read or write each data tile."""
+        return self._uses
+
+    def operands(self, o: int) -> tuple[int, int, int]:
+        """``(IN, WT, OT)`` data tiles of operation ``o``."""
+        return int(self.op_in[o]), int(self.op_wt[o]), int(self.op_ot[o])
+
+    def pred(self, o: int) -> int | None:
+        """Partial-sum predecessor of ``o`` (``None`` for ``c = 0``)."""
+        return o - 1 if self.op_c[o] > 0 else None
+
+    def last_in_chain(self, o: int) -> bool:
+        return bool(self.op_c[o] == self.counts[3] - 1)
+
+    def footprint(self, o: int) -> int:
+        """Bytes one operation needs on chip at once."""
+        return int(self.data_bytes[list(self.operands(o))].sum())
+
+    def onchip_bytes(self) -> dict[str, int]:
+        """Transfers with unlimited on-chip memory (Fig. 10, bar *on-chip*): every input and
+        weight tile loaded once, every output written once."""
+        t = self.data_type
+        return {
+            "input": int(self.data_bytes[t == IN].sum()),
+            "weight": int(self.data_bytes[t == WT].sum()),
+            "psum": 0,
+            "output": int(self.out_bytes[t == OT].sum()),
+        }
+
+
+def tiled_conv(
+    net: Network,
+    layer: Layer,
+    tiles: tuple[int, int, int, int],
+    unroll: dict[str, int],
+    elem_bytes: float = 1.0,
+    psum_bytes: int = 4,
+) -> TiledConv:
+    """Flexer's DFG of ``layer`` for tile sizes ``(t_oc, t_oh, t_ow, t_ic)`` (Fig. 3a), clipped
+    to the layer. Input tiles include the halo of the receptive field; fc layers read their
+    flattened input in ``t_ic`` slices.
+
+    Raises
+    ------
+    ValueError
+        For layers other than dense conv and fc, or tile sizes below 1.
+    """
+    if not supports(layer):
+        raise ValueError(f"{layer.name}: Flexer tiles dense conv and fc layers, not {layer.op}")
+    if min(tiles) < 1:
+        raise ValueError(f"{layer.name}: tile sizes must be positive, got {tiles}")
+    in_shape = net.in_shapes(layer)[0]
+    ext = layer_extents(layer, [in_shape], net.shapes[layer.name])
+    clipped = tuple(min(t, e) for t, e in zip(tiles, ext, strict=True))
+    if layer.op == "fc":
+        clipped = (clipped[0], 1, 1, clipped[3])
+    tiling = Tiling.regular(ext, clipped)  # type: ignore[arg-type]
+    nk, ny, nx, nc = tiling.counts
+    lk, ly, lx, lc = (tiling.lengths(d) for d in range(4))
+    kb, yb, xb, _ = tiling.bounds
+    r, s = layer.kernel if layer.op == "conv" else (1, 1)
+    if layer.op == "conv":
+        _, h, w = in_shape
+        rows, cols = (
+            np.array([_span(layer, axis, b, size) for b in zip(bd[:-1], bd[1:], strict=True)])
+            for axis, bd, size in ((0, yb, h), (1, xb, w))
+        )
+    else:
+        rows = cols = np.ones(1, np.int64)
+    eb = float(elem_bytes)
+    acc = psum_bytes if nc > 1 else eb
+    in_b = np.ceil(np.einsum("c,y,x->cyx", lc, rows, cols) * eb).reshape(-1)
+    wt_b = np.ceil(np.outer(lk, lc) * r * s * eb).reshape(-1)
+    ot_el = np.einsum("k,y,x->kyx", lk, ly, lx).reshape(-1)
+    n_in, n_wt, n_ot = in_b.size, wt_b.size, ot_el.size
+    data_type = np.repeat(np.array([IN, WT, OT], np.int64), [n_in, n_wt, n_ot])
+    data_bytes = np.r_[in_b, wt_b, np.ceil(ot_el * acc)].astype(np.int64)
+    out_bytes = np.r_[np.zeros(n_in + n_wt), np.ceil(ot_el * eb)].astype(np.int64)
+    k, y, x, c = (a.reshape(-1) for a in np.indices((nk, ny, nx, nc)))
+    op_in = (c * ny + y) * nx + x
+    op_wt = n_in + k * nc + c
+    op_ot = n_in + n_wt + (k * ny + y) * nx + x
+    shapes: dict[tuple[int, ...], int] = {}
+    lat = np.empty(k.size, np.int64)
+    for o, key in enumerate(zip(lk[k], ly[y], lx[x], lc[c], strict=True)):
+        if key not in shapes:
+            loops = {"K": int(key[0]), "C": int(key[3]), "OY": int(key[1]), "OX": int(key[2])}
+            shapes[key] = compute_cycles({**loops, "FY": r, "FX": s}, unroll)
+        lat[o] = shapes[key]
+    return TiledConv(
+        name=layer.name,
+        counts=(nk, ny, nx, nc),
+        data_type=data_type,
+        data_bytes=data_bytes,
+        out_bytes=out_bytes,
+        op_in=op_in.astype(np.int64),
+        op_wt=op_wt.astype(np.int64),
+        op_ot=op_ot.astype(np.int64),
+        op_c=c.astype(np.int64),
+        latency=lat,
+        tiles=clipped,  # type: ignore[arg-type]
+    )
+
+
+def _span(layer: Layer, axis: int, out: tuple[int, int], size: int) -> int:
+    """Input rows (``axis`` 0) or columns an output interval reads, halo included."""
+    lo, hi = layer.input_range(axis, int(out[0]), int(out[1]), size)
+    return hi - lo
+
+
+TransferKind = Literal["load", "writeback"]
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One DRAM transfer: ``load`` brings a tile on chip, ``writeback`` stores a partial sum
+    (``kind`` of data ``psum``) or a final output (``output``)."""
+
+    kind: TransferKind
+    data: int
+    nbytes: int
+    start: int
+    end: int
+    dtype: str  # one of TRANSFER_TYPES
+
+
+@dataclass(frozen=True)
+class Residency:
+    """Data tile ``data`` occupies ``[addr, addr + size)`` of the global buffer in
+    ``[start, end)``."""
+
+    data: int
+    addr: int
+    size: int
+    start: int
+    end: int
+
+
+@dataclass
+class FlexerSchedule:
+    """A schedule of one :class:`TiledConv` on ``n_npus`` NPUs with a global buffer of
+    ``capacity`` bytes and a DRAM channel of ``bandwidth`` bytes per cycle.
+
+    ``order`` lists the operation sets in the order they were issued (Algorithm 1, line 21).
+    """
+
+    problem: TiledConv
+    n_npus: int
+    capacity: int
+    bandwidth: float
+    npu: IntArray
+    start: IntArray
+    end: IntArray
+    transfers: list[Transfer]
+    residencies: list[Residency]
+    order: list[tuple[int, ...]]
+    method: str = ""
+
+    @property
+    def latency(self) -> int:
+        """Cycles until the last operation and the last transfer end."""
+        last = max((t.end for t in self.transfers), default=0)
+        return int(max(int(self.end.max(initial=0)), last))
+
+    @property
+    def transfer_bytes(self) -> int:
+        return sum(t.nbytes for t in self.transfers)
+
+    def bytes_by_type(self) -> dict[str, int]:
+        out = dict.fromkeys(TRANSFER_TYPES, 0)
+        for t in self.transfers:
+            out[t.dtype] += t.nbytes
+        return out
+
+    def loads_per_tile(self) -> IntArray:
+        """How often each data tile is loaded (Fig. 10's reload counts; output tiles count
+        their partial-sum reloads)."""
+        n = np.zeros(self.problem.n_data, np.int64)
+        for t in self.transfers:
+            if t.kind == "load":
+                n[t.data] += 1
+        return n
+
+    def metric(self, kind: str = "latency*bytes") -> float:
+        """The search metric (Algorithm 1, line 5): ``latency*bytes`` (default), ``latency``
+        or ``bytes``."""
+        if kind == "latency*bytes":
+            return float(self.latency) * float(self.transfer_bytes)
+        if kind == "latency":
+            return float(self.latency)
+        if kind == "bytes":
+            return float(self.transfer_bytes)
+        raise ValueError(f"unknown metric {kind!r}; choose latency*bytes, latency or bytes")
+
+
+def dram_cycles(nbytes: int, bandwidth: float) -> int:
+    """Cycles of a transfer on the DRAM channel: ``⌈bytes / bandwidth⌉``."""
+    return max(1, math.ceil(nbytes / bandwidth))
