@@ -525,9 +525,11 @@ def build_parser() -> argparse.ArgumentParser:
     pa.add_argument("--loop-order", default="K,OY,OX,C", help="flexer: loop order, outermost first")
     pa.add_argument("-o", "--output", required=True)
     pa.set_defaults(func=_cmd_partition)
+    from npusched.heuristics.flexer_cli import add_parser as add_flexer
     from npusched.tiling.cli import add_parser as add_tile
 
     add_tile(sub)
+    add_flexer(sub)
     i = sub.add_parser("info", help="size, MACs, bytes, critical path and work of an instance")
     i.add_argument("instance", help="instance .json, Stream export, or .stg with --cores")
     i.add_argument("--cores", type=_positive_int, help="number of cores for an .stg file")

@@ -69,9 +69,7 @@ def compare_map(m: SpillMap, backend: str = "cpsat", time_limit: float = 10.0) -
 
 def compare(maps: Sequence[SpillMap], backend: str = "cpsat") -> dict[str, Any]:
     """Compare on every map; counts, mean times and the indices of maps that disagree."""
-    c = dict.fromkeys(
-        ("feasible", "same key", "same run", "exact better", "heuristic better"), 0
-    )
+    c = dict.fromkeys(("feasible", "same key", "same run", "exact better", "heuristic better"), 0)
     c.update({"feasibility differs": 0, "not proven": 0})
     bad: list[int] = []
     t_heur = t_exact = 0.0

@@ -3,7 +3,8 @@
 
 Algorithm 2 (:func:`npusched.heuristics.flexer_spill.flexer_victims`) scans, from every start,
 the shortest run of movable segments that frees ``required`` bytes and keeps the least
-``(fragmentation, disadvantage, live blocks)`` (:func:`~npusched.heuristics.flexer_spill.spill_key`).
+``(fragmentation, disadvantage, live blocks)``
+(:func:`~npusched.heuristics.flexer_spill.spill_key`).
 :class:`SpillModel` states the same choice over *all* contiguous runs of movable segments and
 :func:`solve_spill_exact` solves it lexicographically, so the two keys must be equal.
 
@@ -161,9 +162,7 @@ class SpillModel:
         """
         x = self.x.tolist()
         frag = {j: float(v) for j, v in zip(x, self.sizes, strict=True) if v}
-        dis = {
-            j: float(v * u) for j, v, u in zip(x, self.sizes, self.uses, strict=True) if v * u
-        }
+        dis = {j: float(v * u) for j, v, u in zip(x, self.sizes, self.uses, strict=True) if v * u}
         blocks = {j: 1.0 for j, lv in zip(x, self.live, strict=True) if lv}
         return [(frag, -float(self.required)), (dis, 0.0), (blocks, 0.0)]
 

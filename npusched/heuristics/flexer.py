@@ -61,7 +61,19 @@ Priority = Literal["default", "min-transfer", "min-spill"]
 #: OoO dataflows: the loop order that numbers the DFG (and breaks ties), one per stationarity.
 DATAFLOWS = {"OS": "K,OY,OX,C", "WS": "K,C,OY,OX", "IS": "C,OY,OX,K"}
 
-__all__ = ["DATAFLOWS", "MEM_POLICIES", "PRIORITIES", "NoFit", "ooo_schedule", "static_schedule"]
+__all__ = [
+    "DATAFLOWS",
+    "MEM_POLICIES",
+    "PRIORITIES",
+    "NoFit",
+    "Pruned",
+    "ooo_schedule",
+    "static_schedule",
+]
+
+
+class Pruned(Exception):
+    """A schedule stopped because it cannot beat the best metric of the search."""
 
 
 def loop_rank(problem: TiledConv, order: str) -> IntArray:
@@ -94,6 +106,9 @@ class Engine:
         self.last = [0] * nd  # end of the last issued operation that uses it
         self.in_dram = [0] * nd  # partial sum in DRAM from
         self.dirty = [False] * nd
+        self.seen = [False] * nd  # loaded (inputs, weights) or written (outputs) once
+        self.extra_bytes = 0  # bytes moved beyond each tile once (reloads, partial sums)
+        self.once = sum(p.onchip_bytes().values())
         self.res: dict[int, tuple[int, int]] = {}  # resident data → (address, since)
         self.npu_free = [0] * n
         self.dram = Timeline()
@@ -113,6 +128,9 @@ class Engine:
             t = hit
         self.dram.add(t, dur)
         self.transfers.append(Transfer(kind, d, nbytes, t, t + dur, dtype))  # type: ignore[arg-type]
+        if dtype == "psum" or (dtype != "output" and self.seen[d]):
+            self.extra_bytes += nbytes
+        self.seen[d] = True
         return t + dur
 
     def _leave(self, d: int, at: int) -> None:
@@ -153,7 +171,7 @@ class Engine:
             else:
                 kind = ("input", "weight", "psum")[self.dtype[d]]
                 end = self._book("load", d, self.size[d], max(free_at, self.in_dram[d]), kind)
-                since, self.ready[d] = free_at, end
+                since, self.ready[d] = self.transfers[-1].start, end
             self.res[d] = (self.mem.address(d), since)
         for o in self._run_order(ops):
             k = min(range(self.n), key=self.npu_free.__getitem__)
@@ -174,6 +192,12 @@ class Engine:
                     self.dirty[d] = False
                 self._leave(d, at)
                 self.mem.free(d, at)
+
+    def check(self, stop_above: tuple[float, float] | None) -> None:
+        """Raise :class:`Pruned` once ``latency bound × (once-per-tile bytes + extra bytes so
+        far)`` reaches the best metric ``stop_above = (latency bound, best)``."""
+        if stop_above and stop_above[0] * (self.once + self.extra_bytes) >= stop_above[1]:
+            raise Pruned(f"{self.p.name}: cannot beat {stop_above[1]:g}")
 
     def _run_order(self, ops: Sequence[int]) -> list[int]:
         """Operations by the time their operands are ready; two of one partial-sum chain (the
@@ -317,6 +341,7 @@ def ooo_schedule(
     priority: str = "default",
     mem_policy: str = "flexer",
     window: int | None = None,
+    stop_above: tuple[float, float] | None = None,
 ) -> FlexerSchedule:
     """Flexer's ``GetSchedule`` (Algorithm 1, lines 12–32) for one tiling and dataflow.
 
@@ -332,6 +357,10 @@ def ooo_schedule(
         ``flexer`` (Algorithm 2), ``first-fit`` or ``small-spill`` (Table 2, MemPolicy1/2).
     window
         Ready operations considered per step, in dataflow order (default ``3 n``, at least 8).
+    stop_above
+        ``(latency bound, best metric)``: give up (:class:`Pruned`) once ``latency bound ×
+        (once-per-tile bytes + the bytes moved beyond them so far)`` reaches the best metric —
+        a bound on this schedule's ``latency × bytes`` (the search's branch and bound).
 
     Raises
     ------
@@ -351,6 +380,7 @@ def ooo_schedule(
     while ready:
         chosen = _select(e, ready[:w], min(n_npus, len(ready)), priority)
         e.issue(chosen)
+        e.check(stop_above)
         done = set(chosen)
         ready = [o for o in ready if o not in done]
         woken = [o + 1 for o in chosen if problem.op_c[o] < nc - 1]
@@ -370,10 +400,11 @@ def static_schedule(
     *,
     loop_order: str = "K,OY,OX,C",
     stationary: str = "OS",
+    stop_above: tuple[float, float] | None = None,
 ) -> FlexerSchedule:
     """A loop-order schedule (§2.2, Fig. 3b–c, Fig. 5b): operations in ``loop_order``, ``n`` at
     a time, with fixed regions; the ``stationary`` type (``IS``, ``WS``, ``OS``) keeps the space
-    the other types leave after ``n`` slots each.
+    the other types leave after ``n`` slots each. ``stop_above`` as in :func:`ooo_schedule`.
 
     Raises
     ------
@@ -396,4 +427,5 @@ def static_schedule(
     order = np.argsort(loop_rank(p, loop_order))
     for i in range(0, p.n_ops, n_npus):
         e.issue([int(o) for o in order[i : i + n_npus]])
+        e.check(stop_above)
     return e.schedule(f"static/{loop_order}/{stationary}")

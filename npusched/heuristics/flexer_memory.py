@@ -83,10 +83,11 @@ class Buffer:
         (Algorithm 2's reuse term).
         """
         segs = self.segs
-        for i, (s, d, _) in enumerate(segs):  # 1. in place: an equally sized dead block
-            if d == FREE and s == size:
-                segs[i][1] = data
-                return segs[i][2]
+        same = [i for i, (s, d, _) in enumerate(segs) if d == FREE and s == size]
+        if same:  # 1. in place: the equally sized dead block that is free first
+            i = min(same, key=lambda i: segs[i][2])
+            segs[i][1] = data
+            return segs[i][2]
         hole = self._best_fit(size)
         if hole is None:  # 3. spill
             live = [d != FREE for _, d, _ in segs]

@@ -44,19 +44,28 @@ def spill_key(
     )
 
 
-def _runs(sizes: Sequence[int], movable: Sequence[bool], required: int):
-    """For each start, the shortest run of movable segments with ``Σ size ≥ required``
-    (Algorithm 2, lines 9–16; the ``break`` at line 34 ends a start's run once it is large
-    enough, since a longer run only adds fragmentation)."""
+def _runs(
+    sizes: Sequence[int],
+    uses: Sequence[int],
+    movable: Sequence[bool],
+    live: Sequence[bool],
+    required: int,
+):
+    """For each start, the shortest run ``[start, end]`` of movable segments with
+    ``Σ size ≥ required`` (Algorithm 2, lines 9–16; the ``break`` at line 34 ends a start's run
+    once it is large enough, since a longer run only adds fragmentation), with its
+    :func:`spill_key` summed along the way."""
     n = len(sizes)
     for start in range(n):
-        total = 0
+        total = disadv = blocks = 0
         for end in range(start, n):
             if not movable[end]:
                 break
             total += sizes[end]
+            disadv += sizes[end] * uses[end]
+            blocks += live[end]
             if total >= required:
-                yield start, end
+                yield start, end, (total - required, disadv, blocks)
                 break
 
 
@@ -69,14 +78,12 @@ def flexer_victims(
 ) -> list[int] | None:
     """Algorithm 2: the run with the least ``(fragmentation, disadvantage, live blocks)``; ties
     go to the lowest address (a later run must be strictly better, lines 18–26)."""
-    best: list[int] | None = None
+    best: tuple[int, int] | None = None
     best_key: tuple[int, int, int] | None = None
-    for start, end in _runs(sizes, movable, required):
-        run = list(range(start, end + 1))
-        key = spill_key(sizes, uses, live, run, required)
+    for start, end, key in _runs(sizes, uses, movable, live, required):
         if best_key is None or key < best_key:
-            best, best_key = run, key
-    return best
+            best, best_key = (start, end), key
+    return None if best is None else list(range(best[0], best[1] + 1))
 
 
 def first_fit_victims(
@@ -88,7 +95,7 @@ def first_fit_victims(
 ) -> list[int] | None:
     """Table 2, MemPolicy1: the first (lowest-addressed) run of movable segments that is large
     enough."""
-    for start, end in _runs(sizes, movable, required):
+    for start, end, _ in _runs(sizes, uses, movable, live, required):
         return list(range(start, end + 1))
     return None
 

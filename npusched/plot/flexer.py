@@ -23,6 +23,7 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.collections import PolyCollection
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 from numpy.typing import NDArray
 
 from npusched.plot._figure import finish
@@ -42,9 +43,9 @@ def _axes(ax: plt.Axes | None, figsize: tuple[float, float]) -> tuple[plt.Figure
     if ax is None:
         fig, ax = plt.subplots(figsize=figsize)
         return fig, ax
-    fig = ax.get_figure(root=True)
-    assert isinstance(fig, plt.Figure)
-    return fig, ax
+    root = ax.get_figure(root=True)
+    assert isinstance(root, plt.Figure)
+    return root, ax
 
 
 def tile_label(problem: TiledConv, d: int) -> str:
@@ -76,9 +77,7 @@ def residency_blocks(schedule: FlexerSchedule) -> dict[str, NDArray[np.int64]]:
     """
     p = schedule.problem
     r = schedule.residencies
-    cols = np.array([(x.data, x.addr, x.size, x.start, x.end) for x in r], np.int64).reshape(
-        -1, 5
-    )
+    cols = np.array([(x.data, x.addr, x.size, x.start, x.end) for x in r], np.int64).reshape(-1, 5)
     data, addr, size, start, end = cols.T
     dtype = p.data_type[data]
     final = _final_time(schedule)[data]
@@ -96,9 +95,7 @@ def residency_blocks(schedule: FlexerSchedule) -> dict[str, NDArray[np.int64]]:
             (lo[nz], hi[nz], addr[ot][nz], size[ot][nz], data[ot][nz], np.full(nz.sum(), cat))
         )
     names = ("start", "end", "addr", "size", "data", "cat")
-    return {
-        n: np.concatenate([q[i] for q in parts]).astype(np.int64) for i, n in enumerate(names)
-    }
+    return {n: np.concatenate([q[i] for q in parts]).astype(np.int64) for i, n in enumerate(names)}
 
 
 def snapshot(schedule: FlexerSchedule, t: float) -> list[tuple[int, int, str, int]]:
@@ -115,9 +112,10 @@ def snapshot(schedule: FlexerSchedule, t: float) -> list[tuple[int, int, str, in
     return sorted(out)
 
 
-def _legend(ax: plt.Axes, cats: Sequence[str] = CATEGORIES, **kw: object) -> None:
-    handles = [Patch(facecolor=COLORS[c], edgecolor="black", label=LABELS[c]) for c in cats]
-    ax.legend(handles=handles, fontsize=7, **kw)  # type: ignore[arg-type]
+def _legend(ax: plt.Axes) -> None:
+    """Legend of the buffer categories, outside the axes on the right."""
+    handles = [Patch(facecolor=COLORS[c], edgecolor="black", label=LABELS[c]) for c in CATEGORIES]
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
 def memory_map(
@@ -134,7 +132,7 @@ def memory_map(
 
     One :class:`~matplotlib.collections.PolyCollection` per category, so thousands of
     residencies draw in well under a second; block edges are drawn only up to 500 blocks."""
-    fig, ax = _axes(ax, (10, 4.5))
+    fig, ax = _axes(ax, (11, 4.5))
     b = residency_blocks(schedule)
     edge = len(b["start"]) <= 500
     for k, cat in enumerate(CATEGORIES):
@@ -164,7 +162,7 @@ def memory_map(
     ax.set_xlabel("cycle")
     ax.set_ylabel("address (KiB)")
     ax.set_title(title or f"{schedule.problem.name}: global buffer ({cap:g} KiB)")
-    _legend(ax, loc="upper right")
+    _legend(ax)
     return finish(fig, path)
 
 
@@ -208,12 +206,12 @@ def memory_snapshots(
                         fontsize=7,
                         color="white",
                     )
-    ax.set_yticks(np.arange(len(times)), [f"t = {t:g}" for t in times])
+    ax.set_yticks(np.arange(len(times)), [f"t = {t:,.0f}" for t in times])
     ax.set_ylim(len(times) - 0.5, -0.5)
     ax.set_xlim(0, cap)
     ax.set_xlabel("address (KiB)")
     ax.set_title(title or f"{p.name}: buffer snapshots")
-    _legend(ax, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _legend(ax)
     return finish(fig, path)
 
 
@@ -293,7 +291,8 @@ def transfer_breakdown(
     norm = BoundaryNorm(np.arange(0.5, top + 1.5), top)
     cb = fig.colorbar(ScalarMappable(norm, levels), ax=ax, pad=0.02)
     cb.set_label("moves per tile")
-    cb.ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]
+    ticks = MaxNLocator(nbins=8, integer=True).tick_values(1, top)
+    cb.set_ticks([int(k) for k in ticks if 1 <= k <= top])
     ax.set_title(title or "transferred data per type and reload count")
     return finish(fig, path)
 
@@ -337,9 +336,9 @@ def sharing_profile(
     prof = {}
     for name, (seg, degree) in per.items():
         shared = degree >= 2
-        prof[name] = np.bincount(seg[shared], weights=degree[shared], minlength=m).astype(
-            np.int64
-        )[:m]
+        prof[name] = np.bincount(seg[shared], weights=degree[shared], minlength=m).astype(np.int64)[
+            :m
+        ]
     return bp, prof
 
 
@@ -404,7 +403,7 @@ def spatial_reuse(
         [f"{t} (0–{n} NPUs)" for t in types],
     )
     ax.set_ylim(-0.1, len(types))
-    ax.set_xlim(float(bp[0]) if bp.size else 0.0, float(bp[-1]) if bp.size else 1.0)
+    ax.set_xlim(0, max(1, schedule.latency))  # the time axis of memory_map
     ax.set_xlabel("cycle")
     ax.set_title(title or f"{schedule.problem.name}: spatial data reuse on {n} NPUs")
     return finish(fig, path)

@@ -1,0 +1,265 @@
+"""Flexer's DFG, memory manager, OoO scheduler, static baseline, search and CLI. Every schedule
+is re-checked by :func:`npusched.verify.flexer.verify_flexer`."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from npusched.cli import main
+from npusched.heuristics.flexer import (
+    DATAFLOWS,
+    MEM_POLICIES,
+    PRIORITIES,
+    NoFit,
+    ooo_schedule,
+    static_schedule,
+)
+from npusched.heuristics.flexer_memory import FREE, Buffer
+from npusched.heuristics.flexer_search import (
+    STATIC_DATAFLOWS,
+    Settings,
+    _problem,
+    lat_bound,
+    run,
+    search_layer,
+    tiling_space,
+)
+from npusched.problem.flexer import IN, OT, WT, TiledConv, tiled_conv
+from npusched.verify.flexer import verify_flexer
+from npusched.workload.layers import INPUT, Layer
+from npusched.workload.network import Network
+from npusched.workload.zoo import load_network
+
+UNROLL = {"K": 32, "C": 32}
+
+
+def small_net(c: int = 64, k: int = 64, hw: int = 16, kernel: int = 3) -> Network:
+    pad = kernel // 2
+    conv = Layer("conv", "conv", (INPUT,), out_channels=k, kernel=(kernel, kernel), pad=(pad,) * 4)
+    return Network("small", (c, hw, hw), (conv,))
+
+
+def checked(sched, p: TiledConv):
+    rep = verify_flexer(sched)
+    assert rep.ok, rep.violations[:5]
+    assert rep.latency == sched.latency
+    assert rep.bytes_by_type == sched.bytes_by_type()
+    once = p.onchip_bytes()
+    assert sched.transfer_bytes >= sum(once.values())
+    assert sched.bytes_by_type()["output"] == once["output"]
+    assert sched.latency >= p.latency.sum() / sched.n_npus
+    return sched
+
+
+# ---- the DFG ----------------------------------------------------------------------------------
+
+
+def test_tiled_conv_counts_and_sizes_by_hand():
+    net = small_net(c=64, k=96, hw=16)
+    p = tiled_conv(net, net.layers[0], (64, 8, 16, 32), UNROLL)
+    assert p.counts == (2, 2, 1, 2)  # K 64+32, OY 8+8, OX 16, C 32+32
+    assert p.n_ops == 8 and p.n_data == 4 + 4 + 4
+    # IN (c, y, x): 32 channels × rows [0, 9) or [7, 16) (halo of 1) × 16 columns
+    assert p.data_bytes[p.data_type == IN].tolist() == [32 * 9 * 16] * 4
+    # WT (k, c): 64 or 32 output channels × 32 × 3 × 3
+    assert sorted(p.data_bytes[p.data_type == WT].tolist()) == [32 * 32 * 9] * 2 + [64 * 32 * 9] * 2
+    # OT (k, y, x) as 4-byte partial sums (n_c = 2), written once at 1 byte per element
+    assert p.data_bytes[p.data_type == OT].tolist() == [64 * 8 * 16 * 4] * 2 + [32 * 8 * 16 * 4] * 2
+    assert p.onchip_bytes()["output"] == 96 * 16 * 16
+    # every op reads the IN of its (c, y, x), the WT of its (k, c) and its chain's OT
+    for o in range(p.n_ops):
+        i, w, t = p.operands(o)
+        assert p.data_type[[i, w, t]].tolist() == [IN, WT, OT]
+    assert p.pred(1) == 0 and p.pred(0) is None and p.last_in_chain(1)
+    assert p.uses[p.data_type == OT].tolist() == [2] * 4
+
+
+def test_only_dense_conv_and_fc():
+    net = load_network("mobilenetv2")
+    dw = next(ly for ly in net.layers if ly.op == "conv" and ly.groups > 1)
+    with pytest.raises(ValueError, match="dense conv and fc"):
+        tiled_conv(net, dw, (32, 4, 4, 32), UNROLL)
+
+
+# ---- the memory manager -----------------------------------------------------------------------
+
+
+def test_buffer_in_place_then_best_fit_then_algorithm2():
+    buf = Buffer(100)
+    uses = [5] * 10
+    evicted: list[int] = []
+
+    def evict(d: int) -> int:
+        evicted.append(d)
+        return 7
+
+    for d, size in enumerate([20, 30, 10, 40]):
+        buf.place(d, size, set(), uses, evict)
+    assert [s[:2] for s in buf.segs] == [[20, 0], [30, 1], [10, 2], [40, 3]]
+    buf.free(1, 3)
+    buf.free(3, 4)
+    buf.place(4, 30, set(), uses, evict)  # in place: the dead 30-byte block
+    assert buf.segs[1][:2] == [30, 4]
+    buf.place(5, 25, set(), uses, evict)  # best fit: the 40-byte hole, 15 left free
+    assert [s[:2] for s in buf.segs] == [[20, 0], [30, 4], [10, 2], [25, 5], [15, FREE]]
+    assert not evicted
+    uses[0], uses[4], uses[2] = 1, 9, 1
+    buf.place(6, 25, {5}, uses, evict)  # spill: block 0 + ... least fragmentation first
+    # runs: [0,1] 50 → frag 25; [2, 5]: 5 pinned; [1] 30 → frag 5; [2]+free? 10 + pinned stop
+    assert evicted == [4]
+    assert buf.used() == 20 + 25 + 10 + 25
+
+
+# ---- schedules ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("priority", PRIORITIES)
+@pytest.mark.parametrize("policy", MEM_POLICIES)
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_ooo_schedules_verify_under_pressure(priority, policy, n):
+    net = small_net(c=96, k=96, hw=16)
+    p = tiled_conv(net, net.layers[0], (32, 8, 8, 32), UNROLL)  # 3·2·2·3 = 36 ops
+    cap = 3 * p.footprint(0) * n // 2  # room for little more than the operands of one set
+    s = checked(ooo_schedule(p, n, cap, 8, priority=priority, mem_policy=policy), p)
+    assert sorted(o for ops in s.order for o in ops) == list(range(p.n_ops))
+    assert all(len(ops) <= n for ops in s.order)
+
+
+def test_psum_spills_happen_and_verify():
+    net = small_net(c=128, k=128, hw=16)
+    p = tiled_conv(net, net.layers[0], (32, 16, 16, 32), UNROLL)
+    for df in DATAFLOWS:
+        checked(ooo_schedule(p, 2, 2 * p.footprint(0) + 8192, 16, dataflow=df), p)
+    st_ = checked(static_schedule(p, 2, 10**6, 16, loop_order="C,K,OY,OX", stationary="IS"), p)
+    assert st_.bytes_by_type()["psum"] > 0  # C outermost with 2 OT slots: partial sums move
+
+
+def test_unlimited_buffer_moves_each_tile_once():
+    net = small_net(c=64, k=64, hw=16)
+    p = tiled_conv(net, net.layers[0], (32, 8, 8, 32), UNROLL)
+    s = checked(ooo_schedule(p, 2, 10**8, 64), p)
+    assert s.bytes_by_type() == p.onchip_bytes()
+    assert (s.loads_per_tile()[p.data_type != OT] == 1).all()
+
+
+@pytest.mark.parametrize(("order", "stat"), STATIC_DATAFLOWS[::7])
+def test_static_schedules_verify(order, stat):
+    net = small_net(c=64, k=64, hw=16)
+    p = tiled_conv(net, net.layers[0], (32, 8, 8, 32), UNROLL)
+    s = checked(static_schedule(p, 2, 4 * p.footprint(0), 16, loop_order=order, stationary=stat), p)
+    assert [list(ops) for ops in s.order][:2] != []
+
+
+def test_no_fit_is_reported():
+    net = small_net()
+    p = tiled_conv(net, net.layers[0], (64, 16, 16, 64), UNROLL)
+    with pytest.raises(NoFit):
+        ooo_schedule(p, 2, p.footprint(0) - 1, 8)
+    with pytest.raises(NoFit):
+        static_schedule(p, 2, p.footprint(0) - 1, 8)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    c=st.sampled_from([16, 32, 64, 96]),
+    k=st.sampled_from([32, 64, 96]),
+    hw=st.sampled_from([4, 7, 12]),
+    kernel=st.sampled_from([1, 3]),
+    tiles=st.tuples(
+        st.sampled_from([32, 64]), st.integers(2, 6), st.integers(2, 6), st.sampled_from([16, 32])
+    ),
+    n=st.integers(1, 4),
+    slack=st.floats(1.0, 4.0),
+    policy=st.sampled_from(MEM_POLICIES),
+)
+def test_random_layers_verify(c, k, hw, kernel, tiles, n, slack, policy):
+    net = small_net(c=c, k=k, hw=hw, kernel=kernel)
+    p = tiled_conv(net, net.layers[0], tiles, UNROLL)
+    cap = int(slack * max(p.footprint(o) for o in range(p.n_ops)))
+    with contextlib.suppress(NoFit):
+        checked(ooo_schedule(p, n, cap, 8, mem_policy=policy), p)
+    with contextlib.suppress(NoFit):
+        checked(static_schedule(p, n, cap, 8, loop_order="OY,K,OX,C", stationary="WS"), p)
+
+
+# ---- the search --------------------------------------------------------------------------------
+
+
+def test_branch_and_bound_finds_the_exhaustive_best():
+    net = small_net(c=64, k=64, hw=16)
+    layer = net.layers[0]
+    s = Settings(n_npus=2, capacity=96 * 1024, bandwidth=16, max_ops=64)
+    res = search_layer(net, layer, s)
+    best: dict[str, float] = {}
+    for tiles in tiling_space(net, layer, s):
+        p = _problem(net, layer, tiles, s)
+        if p.n_ops > s.max_ops or max(p.footprint(o) for o in range(p.n_ops)) > s.capacity:
+            continue
+        assert lat_bound(p, s) >= p.latency.sum() / 2
+        for kind, dfs in (
+            ("ooo", list(DATAFLOWS)),
+            ("static", [f"{o}/{x}" for o, x in STATIC_DATAFLOWS]),
+        ):
+            for df in dfs:
+                try:
+                    m = run(p, s, kind, df).metric()
+                except NoFit:
+                    continue
+                best[kind] = min(best.get(kind, np.inf), m)
+    assert res.ooo is not None and res.static is not None
+    assert res.ooo.metric == best["ooo"]
+    assert res.static.metric == best["static"]
+    assert res.ooo_evaluated <= res.tilings
+
+
+# ---- the CLI -----------------------------------------------------------------------------------
+
+
+def test_cli_json(capsys):
+    rc = main(
+        ["flexer", "--network", "vgg16", "--arch", "arch1", "--layers", "conv2_1",
+         "--max-ops", "64", "--workers", "1", "--json"]
+    )  # fmt: skip
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"network", "arch", "search_seconds", "layers", "total"} <= set(out)
+    row = out["layers"][0]
+    keys = {"name", "ooo_latency", "ooo_transfer_bytes", "static_latency",
+            "static_transfer_bytes", "tiling", "dataflow"}  # fmt: skip
+    assert keys <= set(row)
+    assert row["name"] == "conv2_1" and out["verified_schedules"] >= 1
+    assert row["static_latency"] is not None
+    assert out["total"]["ooo_latency"] == row["ooo_latency"]
+    assert out["total"]["compared_layers"] == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "msg"),
+    [
+        (["--arch", "arch9"], "arch9"),
+        (["--arch", "klotski-3x3"], "shared global buffer"),
+        (["--arch", "arch1", "--layers", "nope"], "no layer nope"),
+        (["--arch", "arch1", "--max-ops", "-1"], "--max-ops"),
+    ],
+)
+def test_cli_errors_exit_2(argv, msg, capsys):
+    rc = main(["flexer", "--network", "vgg16", *argv])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert msg in err and "Traceback" not in err
+
+
+def test_static_pool_keeps_chain_order():
+    """Two operations of one chain in one static set run in chain order."""
+    net = small_net(c=64, k=32, hw=4)
+    p = tiled_conv(net, net.layers[0], (32, 4, 4, 32), UNROLL)  # one chain of 2
+    s = checked(static_schedule(p, 2, 10**6, 8, loop_order="K,OY,OX,C", stationary="OS"), p)
+    assert s.start[1] >= s.end[0]
+    assert list(itertools.chain(*s.order)) == [0, 1]
