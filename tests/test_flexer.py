@@ -141,6 +141,19 @@ def test_psum_spills_happen_and_verify():
     assert st_.bytes_by_type()["psum"] > 0  # C outermost with 2 OT slots: partial sums move
 
 
+def test_inline_loads_occupy_the_npu():
+    """Without prefetch an operation's loads run on its NPU's time (lat(l) + lat(o)); with
+    prefetch the first set's loads may start before any NPU is free — both verify."""
+    net = small_net(c=64, k=64, hw=16)
+    p = tiled_conv(net, net.layers[0], (32, 8, 8, 32), UNROLL)
+    inline = checked(ooo_schedule(p, 1, 10**8, 4), p)
+    ahead = checked(ooo_schedule(p, 1, 10**8, 4, prefetch=True), p)
+    # one NPU, inline: the NPU is busy with loads or compute, so latency ≥ Σ lat + Σ load time
+    loads = sum(t.end - t.start for t in inline.transfers if t.kind == "load")
+    assert inline.latency >= p.latency.sum() + loads
+    assert ahead.latency <= inline.latency
+
+
 def test_unlimited_buffer_moves_each_tile_once():
     net = small_net(c=64, k=64, hw=16)
     p = tiled_conv(net, net.layers[0], (32, 8, 8, 32), UNROLL)
@@ -178,15 +191,19 @@ def test_no_fit_is_reported():
     n=st.integers(1, 4),
     slack=st.floats(1.0, 4.0),
     policy=st.sampled_from(MEM_POLICIES),
+    prefetch=st.booleans(),
 )
-def test_random_layers_verify(c, k, hw, kernel, tiles, n, slack, policy):
+def test_random_layers_verify(c, k, hw, kernel, tiles, n, slack, policy, prefetch):
     net = small_net(c=c, k=k, hw=hw, kernel=kernel)
     p = tiled_conv(net, net.layers[0], tiles, UNROLL)
     cap = int(slack * max(p.footprint(o) for o in range(p.n_ops)))
     with contextlib.suppress(NoFit):
-        checked(ooo_schedule(p, n, cap, 8, mem_policy=policy), p)
+        checked(ooo_schedule(p, n, cap, 8, mem_policy=policy, prefetch=prefetch), p)
     with contextlib.suppress(NoFit):
-        checked(static_schedule(p, n, cap, 8, loop_order="OY,K,OX,C", stationary="WS"), p)
+        sched = static_schedule(
+            p, n, cap, 8, loop_order="OY,K,OX,C", stationary="WS", prefetch=prefetch
+        )
+        checked(sched, p)
 
 
 # ---- the search --------------------------------------------------------------------------------

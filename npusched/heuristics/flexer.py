@@ -8,10 +8,13 @@ Both run one engine, :class:`Engine`, that issues *operation sets* of up to ``n`
    (:class:`~npusched.heuristics.flexer_memory.Buffer` or the static
    :class:`~npusched.heuristics.flexer_memory.Regions`), spilling victims — a partial sum is
    written back, inputs and weights are dropped;
-2. books loads on the DRAM channel (one transfer at a time, ``⌈bytes / bandwidth⌉`` cycles,
-   inserted into the earliest idle gap after the space is free and the data is in DRAM);
-3. runs each operation on the NPU that frees first, from the time its NPU, operands and
-   partial-sum predecessor are ready, for the cost model's latency;
+2. runs each operation on the NPU that frees first. Its missing operands are loaded first on
+   the DRAM channel (one transfer at a time, ``⌈bytes / bandwidth⌉`` cycles, in the earliest
+   idle gap once the NPU is free, the space is free and the data is in DRAM), so the NPU's
+   time is ``lat(total) = lat(o) + lat(p) + lat(l)`` as in §3; with ``prefetch`` the loads
+   start as soon as the space is free instead, overlapping earlier operations;
+3. starts the operation when its NPU, operands and partial-sum predecessor are ready and runs
+   it for the cost model's latency;
 4. frees the data no later operation uses: an input or weight when its last reader ends, an
    output tile after its write-back (only partial sums and outputs are written back).
 
@@ -92,9 +95,16 @@ class Engine:
     :class:`~npusched.problem.flexer.FlexerSchedule`."""
 
     def __init__(
-        self, p: TiledConv, n: int, capacity: int, bandwidth: float, memory: Buffer | Regions
+        self,
+        p: TiledConv,
+        n: int,
+        capacity: int,
+        bandwidth: float,
+        memory: Buffer | Regions,
+        prefetch: bool = False,
     ) -> None:
         self.p, self.n, self.capacity, self.bw, self.mem = p, n, capacity, bandwidth, memory
+        self.prefetch = prefetch
         self.size = p.data_bytes.tolist()
         self.dtype = p.data_type.tolist()
         self.lat = p.latency.tolist()
@@ -133,6 +143,12 @@ class Engine:
         self.seen[d] = True
         return t + dur
 
+    def _load(self, d: int, earliest: int) -> None:
+        """Load ``d`` into its reserved block from ``earliest`` (and once it is in DRAM)."""
+        kind = ("input", "weight", "psum")[self.dtype[d]]
+        self.ready[d] = self._book("load", d, self.size[d], max(earliest, self.in_dram[d]), kind)
+        self.res[d] = (self.res[d][0], self.transfers[-1].start)
+
     def _leave(self, d: int, at: int) -> None:
         addr, since = self.res.pop(d)
         self.residencies.append(Residency(d, addr, self.size[d], since, max(at, since)))
@@ -160,21 +176,27 @@ class Engine:
         data = self.operands(ops)
         pinned = set(data)
         new_out = {self.opd[o][2] for o in ops if self.first[o]}
+        if isinstance(self.mem, Buffer):
+            self.mem.now = min(self.npu_free)
+        placed: dict[int, int] = {}  # data placed but not loaded yet → its space is free from
         for d in data:
             if d in self.res:
                 if isinstance(self.mem, Regions):
                     self.mem.touch(d)
                 continue
             free_at = self.mem.place(d, self.size[d], pinned, self.rem, self._evict)
+            self.res[d] = (self.mem.address(d), free_at)
             if d in new_out:
-                since = self.ready[d] = free_at
+                self.ready[d] = free_at
+            elif self.prefetch:
+                self._load(d, free_at)
             else:
-                kind = ("input", "weight", "psum")[self.dtype[d]]
-                end = self._book("load", d, self.size[d], max(free_at, self.in_dram[d]), kind)
-                since, self.ready[d] = self.transfers[-1].start, end
-            self.res[d] = (self.mem.address(d), since)
+                placed[d] = free_at
         for o in self._run_order(ops):
             k = min(range(self.n), key=self.npu_free.__getitem__)
+            for d in self.opd[o]:  # lat(total) = lat(l) + lat(o): loads on the op's NPU time
+                if d in placed:
+                    self._load(d, max(placed.pop(d), self.npu_free[k]))
             s = max(self.npu_free[k], *(self.ready[d] for d in self.opd[o]))
             e = s + self.lat[o]
             self.npu[o], self.start[o], self.end[o], self.npu_free[k] = k, s, e, e
@@ -342,6 +364,7 @@ def ooo_schedule(
     mem_policy: str = "flexer",
     window: int | None = None,
     stop_above: tuple[float, float] | None = None,
+    prefetch: bool = False,
 ) -> FlexerSchedule:
     """Flexer's ``GetSchedule`` (Algorithm 1, lines 12–32) for one tiling and dataflow.
 
@@ -361,6 +384,10 @@ def ooo_schedule(
         ``(latency bound, best metric)``: give up (:class:`Pruned`) once ``latency bound ×
         (once-per-tile bytes + the bytes moved beyond them so far)`` reaches the best metric —
         a bound on this schedule's ``latency × bytes`` (the search's branch and bound).
+    prefetch
+        Load a set's tiles as soon as their space is free, overlapping compute; by default an
+        operation's loads run on its NPU's time just before it, as §3's
+        ``lat(total) = lat(o) + lat(p) + lat(l)``.
 
     Raises
     ------
@@ -373,7 +400,7 @@ def ooo_schedule(
         raise ValueError(f"unknown memory policy {mem_policy!r}; choose from {MEM_POLICIES}")
     rank = loop_rank(problem, DATAFLOWS.get(dataflow, dataflow))
     w = window or max(8, 3 * n_npus)
-    e = Engine(problem, n_npus, capacity, bandwidth, Buffer(capacity, mem_policy))
+    e = Engine(problem, n_npus, capacity, bandwidth, Buffer(capacity, mem_policy), prefetch)
     nc = problem.counts[3]
     # ready queue: first operation of every chain, by dataflow rank
     ready = sorted((int(o) for o in np.flatnonzero(problem.op_c == 0)), key=rank.__getitem__)
@@ -401,10 +428,12 @@ def static_schedule(
     loop_order: str = "K,OY,OX,C",
     stationary: str = "OS",
     stop_above: tuple[float, float] | None = None,
+    prefetch: bool = False,
 ) -> FlexerSchedule:
     """A loop-order schedule (§2.2, Fig. 3b–c, Fig. 5b): operations in ``loop_order``, ``n`` at
     a time, with fixed regions; the ``stationary`` type (``IS``, ``WS``, ``OS``) keeps the space
-    the other types leave after ``n`` slots each. ``stop_above`` as in :func:`ooo_schedule`.
+    the other types leave after ``n`` slots each. ``stop_above`` and ``prefetch`` as in
+    :func:`ooo_schedule`.
 
     Raises
     ------
@@ -423,7 +452,7 @@ def static_schedule(
         raise NoFit(f"{p.name}: {n_npus} tiles of each type do not fit in {capacity} bytes")
     slots[keep] = min(count[keep], slots[keep] + rest // slot[keep])
     mem = Regions(slots, slot, p.data_type.tolist())
-    e = Engine(p, n_npus, capacity, bandwidth, mem)
+    e = Engine(p, n_npus, capacity, bandwidth, mem, prefetch)
     order = np.argsort(loop_rank(p, loop_order))
     for i in range(0, p.n_ops, n_npus):
         e.issue([int(o) for o in order[i : i + n_npus]])

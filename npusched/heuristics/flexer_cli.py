@@ -6,7 +6,7 @@ against the best static loop order.
     npusched flexer --network NAME|FILE --arch arch1..arch8|NAME|FILE [--layers a,b]
                     [--priority default|min-transfer|min-spill]
                     [--mem-policy flexer|first-fit|small-spill] [--metric latency*bytes]
-                    [--max-ops N] [--workers N] [--no-verify] [--json]
+                    [--max-ops N] [--prefetch] [--workers N] [--no-verify] [--json]
 
 Each chosen schedule is rebuilt and checked by :func:`npusched.verify.flexer.verify_flexer`
 unless ``--no-verify``. Errors are raised as :class:`~npusched.io.InputError` / ``ValueError``
@@ -48,6 +48,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=int,
         default=256,
         help="skip tilings with more operations (0: no cap; default 256)",
+    )
+    f.add_argument(
+        "--prefetch",
+        action="store_true",
+        help="overlap loads with earlier operations (default: loads on the operation's time)",
     )
     f.add_argument("--workers", type=_positive_int, help="parallel layers (default: all cores)")
     f.add_argument("--no-verify", action="store_true", help="do not re-check the schedules")
@@ -110,6 +115,7 @@ def cmd_flexer(args: argparse.Namespace) -> int:
         mem_policy=args.mem_policy,
         metric=args.metric,
         max_ops=args.max_ops,
+        prefetch=args.prefetch,
     )
     out = res.to_json()
     if not args.no_verify:

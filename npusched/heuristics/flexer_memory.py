@@ -41,11 +41,12 @@ class Buffer:
     def __init__(self, capacity: int, policy: str | SpillPolicy = "flexer") -> None:
         self.capacity = capacity
         self.segs: list[list[int]] = [[capacity, FREE, 0]]
+        self.now = 0  # when the set being placed could start; space free by then goes first
         self.policy = POLICIES[policy] if isinstance(policy, str) else policy
 
     def copy(self) -> Buffer:
         out = Buffer.__new__(Buffer)
-        out.capacity, out.policy = self.capacity, self.policy
+        out.capacity, out.policy, out.now = self.capacity, self.policy, self.now
         out.segs = [s[:] for s in self.segs]
         return out
 
@@ -84,8 +85,8 @@ class Buffer:
         """
         segs = self.segs
         same = [i for i, (s, d, _) in enumerate(segs) if d == FREE and s == size]
-        if same:  # 1. in place: the equally sized dead block that is free first
-            i = min(same, key=lambda i: segs[i][2])
+        if same:  # 1. in place: an equally sized dead block, free by now if possible
+            i = min(same, key=lambda i: (segs[i][2] > self.now, i))
             segs[i][1] = data
             return segs[i][2]
         hole = self._best_fit(size)
@@ -109,8 +110,8 @@ class Buffer:
         return self._take(hole, data, size)
 
     def _best_fit(self, size: int) -> tuple[int, int] | None:
-        """2. The smallest hole ``[i, j)`` of free segments with at least ``size`` bytes (ties:
-        earliest free, then lowest address)."""
+        """2. The smallest hole ``[i, j)`` of free segments with at least ``size`` bytes, among
+        those free by :attr:`now` if any (ties: lowest address)."""
         best: tuple[int, int, int, int] | None = None  # (hole bytes, free_at, i, j)
         segs, n, i = self.segs, len(self.segs), 0
         while i < n:
@@ -128,7 +129,7 @@ class Buffer:
                 while k < n and segs[k][1] == FREE:
                     whole += segs[k][0]
                     k += 1
-                key = (whole, at, i, j)
+                key = (at > self.now, whole, i, j)
                 if best is None or key[:2] < best[:2]:
                     best = key
                 i = k

@@ -65,6 +65,7 @@ class Settings:
     metric: str = "latency*bytes"
     max_ops: int = 2048
     window: int | None = None
+    prefetch: bool = False
 
     def __post_init__(self) -> None:
         if self.priority not in PRIORITIES:
@@ -204,6 +205,7 @@ def run(
             mem_policy=s.mem_policy,
             window=s.window,
             stop_above=stop_above,
+            prefetch=s.prefetch,
         )
     order, stat = dataflow.split("/")
     return static_schedule(
@@ -214,6 +216,7 @@ def run(
         loop_order=order,
         stationary=stat,
         stop_above=stop_above,
+        prefetch=s.prefetch,
     )
 
 

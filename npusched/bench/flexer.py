@@ -1,0 +1,161 @@
+"""Flexer's evaluation (§5) in one script: ``python -m npusched.bench.flexer``.
+
+- ``search`` (default): for each network × architecture, the OoO and static searches of every
+  dense conv and fc layer (:func:`~npusched.heuristics.flexer_search.search_network`); prints
+  the end-to-end speed-up and transfer reduction (Fig. 8), the largest per-layer ones (Fig. 9)
+  and the wall-clock search time on ``--workers`` processes (the §3 runtime claim).
+- ``ablation``: Table 2's priorities × memory policies on the OoO search, the end-to-end
+  ``Σ latency × Σ bytes`` normalised to Flexer's default (Fig. 12).
+- ``offline``: for the best OoO schedule of sampled layers, its transferred bytes against the
+  offline lower bound for the same operation order
+  (:func:`~npusched.formulations.flexer_offline.offline_bound`); gap in %.
+
+``--json FILE`` writes every row. Ratios are computed within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from typing import Any
+
+from tabulate import tabulate
+
+from npusched.arch import load_arch
+from npusched.heuristics.flexer import MEM_POLICIES, PRIORITIES
+from npusched.heuristics.flexer_cli import _arch_name, verify_choices
+from npusched.heuristics.flexer_search import _problem, run, search_network
+from npusched.workload.zoo import load_network
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
+
+
+def bench_search(nets: list[str], archs: list[str], workers: int, max_ops: int) -> list[dict]:
+    rows = []
+    for name, a in itertools.product(nets, archs):
+        net = load_network(name)
+        res = search_network(net, load_arch(_arch_name(a)), workers=workers, max_ops=max_ops)
+        checked = verify_choices(net, res)
+        per = [(r.ooo, r.static) for r in res.layers if r.ooo and r.static]
+        tot = res.totals()
+        rows.append(
+            {
+                "network": name,
+                "arch": a,
+                "layers": len(res.layers),
+                "compared": len(per),
+                "speedup": round(tot["speedup"], 3),
+                "transfer_reduction": round(tot["transfer_reduction"], 3),
+                "best_layer_speedup": round(max(_ratio(s.latency, o.latency) for o, s in per), 3),
+                "best_layer_reduction": round(
+                    max(_ratio(s.transfer_bytes, o.transfer_bytes) for o, s in per), 3
+                ),
+                "search_s": round(res.search_seconds, 1),
+                "distinct": res.distinct,
+                "verified": checked,
+            }
+        )
+        print(tabulate([rows[-1]], headers="keys"), flush=True)
+    return rows
+
+
+def bench_ablation(nets: list[str], archs: list[str], workers: int, max_ops: int) -> list[dict]:
+    rows = []
+    for name, a in itertools.product(nets, archs):
+        net = load_network(name)
+        metric: dict[str, float] = {}
+        for prio, pol in itertools.product(PRIORITIES, MEM_POLICIES):
+            if prio != "default" and pol != "flexer":
+                continue  # Fig. 12 varies one at a time
+            res = search_network(
+                net,
+                load_arch(_arch_name(a)),
+                kinds=("ooo",),
+                workers=workers,
+                max_ops=max_ops,
+                priority=prio,
+                mem_policy=pol,
+            )
+            lat = sum(r.ooo.latency for r in res.layers if r.ooo)
+            nbytes = sum(r.ooo.transfer_bytes for r in res.layers if r.ooo)
+            metric[f"{prio}/{pol}"] = float(lat) * float(nbytes)
+        base = metric["default/flexer"]
+        row = {"network": name, "arch": a, **{k: round(v / base, 3) for k, v in metric.items()}}
+        rows.append(row)
+        print(tabulate([row], headers="keys"), flush=True)
+    return rows
+
+
+def bench_offline(
+    nets: list[str], archs: list[str], workers: int, max_ops: int, sample: int, limit: float
+) -> list[dict]:
+    from npusched.formulations.flexer_offline import offline_bound
+
+    rows = []
+    for name, a in itertools.product(nets, archs):
+        net = load_network(name)
+        res = search_network(
+            net, load_arch(_arch_name(a)), kinds=("ooo",), workers=workers, max_ops=max_ops
+        )
+        layers = {ly.name: ly for ly in net.layers}
+        picked = [r for r in res.layers if r.ooo][:: max(1, len(res.layers) // sample)][:sample]
+        for r in picked:
+            assert r.ooo is not None
+            p = _problem(net, layers[r.name], r.ooo.tiles, res.settings)
+            sched = run(p, res.settings, "ooo", r.ooo.dataflow)
+            t0 = time.perf_counter()
+            ob = offline_bound(p, sched.order, res.settings.capacity, time_limit=limit)
+            bound = ob.bound if ob.bound is not None else ob.mandatory
+            rows.append(
+                {
+                    "network": name,
+                    "arch": a,
+                    "layer": r.name,
+                    "steps": len(sched.order),
+                    "ooo_bytes": sched.transfer_bytes,
+                    "bound": int(bound),
+                    "status": ob.status.value,
+                    "gap_%": round(100 * (sched.transfer_bytes - bound) / bound, 2),
+                    "solve_s": round(time.perf_counter() - t0, 2),
+                }
+            )
+            print(tabulate([rows[-1]], headers="keys"), flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m npusched.bench.flexer", description=__doc__)
+    ap.add_argument("mode", nargs="?", default="search", choices=["search", "ablation", "offline"])
+    ap.add_argument("--networks", default="vgg16,resnet50")
+    ap.add_argument("--archs", default=",".join(f"arch{i}" for i in range(1, 9)))
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--max-ops", type=int, default=256)
+    ap.add_argument("--sample", type=int, default=4, help="offline: layers per network × arch")
+    ap.add_argument("--time-limit", type=float, default=30.0, help="offline: seconds per layer")
+    ap.add_argument("--json", help="write the rows to this file")
+    args = ap.parse_args(argv)
+    nets = [x.strip() for x in args.networks.split(",")]
+    archs = [x.strip() for x in args.archs.split(",")]
+    t0 = time.perf_counter()
+    if args.mode == "search":
+        rows: list[Any] = bench_search(nets, archs, args.workers, args.max_ops)
+    elif args.mode == "ablation":
+        rows = bench_ablation(nets, archs, args.workers, args.max_ops)
+    else:
+        rows = bench_offline(nets, archs, args.workers, args.max_ops, args.sample, args.time_limit)
+    print(f"\n{args.mode}: {len(rows)} rows in {time.perf_counter() - t0:.1f} s")
+    if rows:
+        print(tabulate(rows, headers="keys"))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
