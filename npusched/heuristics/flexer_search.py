@@ -63,7 +63,7 @@ class Settings:
     priority: str = "default"
     mem_policy: str = "flexer"
     metric: str = "latency*bytes"
-    max_ops: int = 2048
+    max_ops: int = 256
     window: int | None = None
     prefetch: bool = False
 
