@@ -53,7 +53,7 @@ from npusched.problem.flexer import (
     Transfer,
     dram_cycles,
 )
-from npusched.verify.schedule import VerificationError
+from npusched.verify.schedule import Checked
 
 #: Overlap messages reported per check before the rest are only counted.
 MAX_CLASHES = 20
@@ -62,7 +62,7 @@ _LOAD_TYPE = {IN: "input", WT: "weight", OT: "psum"}
 
 
 @dataclass
-class FlexerReport:
+class FlexerReport(Checked):
     """Outcome of :func:`verify_flexer`: every violation found and the recomputed totals.
 
     Attributes
@@ -91,20 +91,6 @@ class FlexerReport:
     transfer_bytes: int = 0
     peak_bytes: int = 0
     reloads: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
-
-    def raise_if_failed(self) -> FlexerReport:
-        """Return ``self``, or raise :class:`VerificationError` listing the violations."""
-        if self.violations:
-            shown = "\n  ".join(self.violations[:10])
-            more = (
-                f"\n  ... and {len(self.violations) - 10} more" if len(self.violations) > 10 else ""
-            )
-            raise VerificationError(f"{len(self.violations)} violation(s):\n  {shown}{more}")
-        return self
 
 
 def verify_flexer(schedule: FlexerSchedule) -> FlexerReport:

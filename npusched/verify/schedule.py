@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Self
 
 import numpy as np
 
@@ -14,20 +15,17 @@ class VerificationError(AssertionError):
     """A schedule violates its instance."""
 
 
-@dataclass
-class VerifyReport:
-    """Outcome of :func:`verify`: the recomputed makespan and every violation found."""
+class Checked:
+    """``ok`` and ``raise_if_failed`` for a report with a ``violations`` list."""
 
-    makespan: int | None
-    violations: list[str] = field(default_factory=list)
-    noc_cost: int | None = None
-    noc_bytes_hops: int | None = None
+    violations: list[str]
 
     @property
     def ok(self) -> bool:
         return not self.violations
 
-    def raise_if_failed(self) -> VerifyReport:
+    def raise_if_failed(self) -> Self:
+        """Return ``self``, or raise :class:`VerificationError` listing the violations."""
         if self.violations:
             shown = "\n  ".join(self.violations[:10])
             more = (
@@ -35,6 +33,16 @@ class VerifyReport:
             )
             raise VerificationError(f"{len(self.violations)} violation(s):\n  {shown}{more}")
         return self
+
+
+@dataclass
+class VerifyReport(Checked):
+    """Outcome of :func:`verify`: the recomputed makespan and every violation found."""
+
+    makespan: int | None
+    violations: list[str] = field(default_factory=list)
+    noc_cost: int | None = None
+    noc_bytes_hops: int | None = None
 
 
 def edge_delays(instance: SchedulingInstance, schedule: Schedule) -> np.ndarray:
