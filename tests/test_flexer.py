@@ -31,6 +31,7 @@ from npusched.heuristics.flexer_search import (
     search_layer,
     tiling_space,
 )
+from npusched.partition.schemes import loop_order_rank
 from npusched.problem.flexer import IN, OT, WT, TiledConv, tiled_conv
 from npusched.verify.flexer import verify_flexer
 from npusched.workload.layers import INPUT, Layer
@@ -167,7 +168,9 @@ def test_static_schedules_verify(order, stat):
     net = small_net(c=64, k=64, hw=16)
     p = tiled_conv(net, net.layers[0], (32, 8, 8, 32), UNROLL)
     s = checked(static_schedule(p, 2, 4 * p.footprint(0), 16, loop_order=order, stationary=stat), p)
-    assert [list(ops) for ops in s.order][:2] != []
+    issued = list(itertools.chain(*s.order))  # in loop order, two per set
+    assert issued == np.argsort(loop_order_rank(p.counts, order)).tolist()
+    assert [len(ops) for ops in s.order] == [2] * (p.n_ops // 2)
 
 
 def test_no_fit_is_reported():

@@ -43,7 +43,7 @@ import numpy as np
 
 from npusched.heuristics.flexer_memory import Buffer, NoFit, Regions
 from npusched.heuristics.routed_list import Timeline
-from npusched.partition.grid import DIMS
+from npusched.partition.schemes import loop_order_rank
 from npusched.problem.flexer import (
     IN,
     OT,
@@ -77,17 +77,6 @@ __all__ = [
 
 class Pruned(Exception):
     """A schedule stopped because it cannot beat the best metric of the search."""
-
-
-def loop_rank(problem: TiledConv, order: str) -> IntArray:
-    """Position of every operation when the tile loops run in ``order`` (outermost first)."""
-    names = [d.strip().upper() for d in order.split(",")]
-    if sorted(names) != sorted(DIMS):
-        raise ValueError(f"a loop order names each of {DIMS} once, got {order!r}")
-    grid = np.arange(problem.n_ops).reshape(problem.counts)
-    rank = np.empty(problem.n_ops, np.int64)
-    rank[np.transpose(grid, [DIMS.index(d) for d in names]).reshape(-1)] = np.arange(problem.n_ops)
-    return rank
 
 
 class Engine:
@@ -398,7 +387,7 @@ def ooo_schedule(
         raise ValueError(f"unknown priority {priority!r}; choose from {PRIORITIES}")
     if mem_policy not in MEM_POLICIES:
         raise ValueError(f"unknown memory policy {mem_policy!r}; choose from {MEM_POLICIES}")
-    rank = loop_rank(problem, DATAFLOWS.get(dataflow, dataflow))
+    rank = loop_order_rank(problem.counts, DATAFLOWS.get(dataflow, dataflow))
     w = window or max(8, 3 * n_npus)
     e = Engine(problem, n_npus, capacity, bandwidth, Buffer(capacity, mem_policy), prefetch)
     nc = problem.counts[3]
@@ -453,7 +442,7 @@ def static_schedule(
     slots[keep] = min(count[keep], slots[keep] + rest // slot[keep])
     mem = Regions(slots, slot, p.data_type.tolist())
     e = Engine(p, n_npus, capacity, bandwidth, mem, prefetch)
-    order = np.argsort(loop_rank(p, loop_order))
+    order = np.argsort(loop_order_rank(p.counts, loop_order))
     for i in range(0, p.n_ops, n_npus):
         e.issue([int(o) for o in order[i : i + n_npus]])
         e.check(stop_above)

@@ -74,17 +74,19 @@ def flexer_tiling(net: Network, layer: Layer, factors: tuple[int, int, int, int]
     return Tiling.regular(ext, _fits(layer, ext, list(factors)))  # type: ignore[arg-type]
 
 
-def loop_order_rank(tiling: Tiling, order: str) -> IntArray:
+def loop_order_rank(tiling: Tiling | tuple[int, int, int, int], order: str) -> IntArray:
     """Position of every μop (in :meth:`Tiling.index` order) when the tile loops run in
-    ``order`` (outermost first, e.g. ``"K,OY,OX,C"``, Flexer Fig. 3b)."""
+    ``order`` (outermost first, e.g. ``"K,OY,OX,C"``, Flexer Fig. 3b). ``tiling`` may also be
+    the tile counts per dimension."""
     names = [d.strip().upper() for d in order.split(",")]
     if sorted(names) != sorted(DIMS):
         raise ValueError(f"a loop order names each of {DIMS} once, got {order!r}")
-    counts = tiling.counts
+    counts = tiling.counts if isinstance(tiling, Tiling) else tiling
+    size = int(np.prod(counts))
     perm = [DIMS.index(d) for d in names]
-    grid = np.arange(tiling.size).reshape(counts)  # μop index at (k, y, x, c)
-    rank = np.empty(tiling.size, dtype=np.int64)
-    rank[np.transpose(grid, perm).reshape(-1)] = np.arange(tiling.size)
+    grid = np.arange(size).reshape(counts)  # μop index at (k, y, x, c)
+    rank = np.empty(size, dtype=np.int64)
+    rank[np.transpose(grid, perm).reshape(-1)] = np.arange(size)
     return rank
 
 
