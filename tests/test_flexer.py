@@ -27,6 +27,7 @@ from npusched.heuristics.flexer_search import (
     Settings,
     _problem,
     lat_bound,
+    metric_bound,
     run,
     search_layer,
     tiling_space,
@@ -210,6 +211,36 @@ def test_random_layers_verify(c, k, hw, kernel, tiles, n, slack, policy, prefetc
 
 
 # ---- the search --------------------------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    c=st.sampled_from([32, 64, 96]),
+    kernel=st.sampled_from([1, 3]),
+    tiles=st.tuples(
+        st.sampled_from([32, 64]), st.integers(1, 6), st.integers(1, 6), st.sampled_from([16, 32])
+    ),
+    n=st.integers(1, 4),
+    bw=st.sampled_from([2.0, 8.0, 64.0]),
+    prefetch=st.booleans(),
+)
+def test_bounds_never_prune_the_schedule_they_bound(c, kernel, tiles, n, bw, prefetch):
+    """lat_bound and metric_bound are below every schedule's figures, and a schedule run
+    against a best just above its own metric is never pruned (so the in-schedule bound
+    Engine.latency_bound × bytes so far never exceeds the final latency × bytes)."""
+    net = small_net(c=c, k=64, hw=8, kernel=kernel)
+    p = tiled_conv(net, net.layers[0], tiles, UNROLL)
+    cap = 2 * max(p.footprint(o) for o in range(p.n_ops))
+    s = Settings(n_npus=n, capacity=cap, bandwidth=bw, prefetch=prefetch)
+    for kind, df in (("ooo", "OS"), ("ooo", "IS"), ("static", "K,OY,OX,C/WS")):
+        try:
+            sched = run(p, s, kind, df)
+        except NoFit:
+            continue
+        assert lat_bound(p, s) <= sched.latency
+        assert metric_bound(p, s) <= sched.metric()
+        again = run(p, s, kind, df, stop_above=(lat_bound(p, s), sched.metric() + 1))
+        assert again.metric() == sched.metric()
 
 
 def test_branch_and_bound_finds_the_exhaustive_best():

@@ -108,6 +108,13 @@ class Engine:
         self.seen = [False] * nd  # loaded (inputs, weights) or written (outputs) once
         self.extra_bytes = 0  # bytes moved beyond each tile once (reloads, partial sums)
         self.once = sum(p.onchip_bytes().values())
+        # cycles still to come for certain: on the NPUs every operation and (loads on the NPU's
+        # time) the first load of every input and weight tile; on the DRAM channel those loads
+        # and every output's write-back
+        loads, writes = p.once_cycles(bandwidth)
+        self.todo = int(p.latency.sum()) + (0 if prefetch else loads)
+        self.dram_todo = loads + writes
+        self.dram_busy = 0
         self.res: dict[int, tuple[int, int]] = {}  # resident data → (address, since)
         self.npu_free = [0] * n
         self.dram = Timeline()
@@ -126,9 +133,14 @@ class Engine:
         while (hit := self.dram.conflict(t, dur)) is not None:
             t = hit
         self.dram.add(t, dur)
+        self.dram_busy += dur
         self.transfers.append(Transfer(kind, d, nbytes, t, t + dur, dtype))  # type: ignore[arg-type]
         if dtype == "psum" or (dtype != "output" and self.seen[d]):
             self.extra_bytes += nbytes
+        else:
+            self.dram_todo -= dur
+            if dtype != "output" and not self.prefetch:
+                self.todo -= dur
         self.seen[d] = True
         return t + dur
 
@@ -188,6 +200,7 @@ class Engine:
                     self._load(d, max(placed.pop(d), self.npu_free[k]))
             s = max(self.npu_free[k], *(self.ready[d] for d in self.opd[o]))
             e = s + self.lat[o]
+            self.todo -= self.lat[o]
             self.npu[o], self.start[o], self.end[o], self.npu_free[k] = k, s, e, e
             for d in self.opd[o]:
                 self.rem[d] -= 1
@@ -204,10 +217,21 @@ class Engine:
                 self._leave(d, at)
                 self.mem.free(d, at)
 
+    def latency_bound(self) -> float:
+        """A lower bound on the final latency: the NPUs' busy time so far plus the work still
+        certain to come, spread over ``n`` NPUs (without prefetch an NPU waits for its
+        operation's loads, so first loads count as NPU time); and the DRAM channel's busy time
+        so far plus the transfers still certain to come (one transfer at a time)."""
+        return max((sum(self.npu_free) + self.todo) / self.n, self.dram_busy + self.dram_todo)
+
     def check(self, stop_above: tuple[float, float] | None) -> None:
         """Raise :class:`Pruned` once ``latency bound × (once-per-tile bytes + extra bytes so
-        far)`` reaches the best metric ``stop_above = (latency bound, best)``."""
-        if stop_above and stop_above[0] * (self.once + self.extra_bytes) >= stop_above[1]:
+        far)`` reaches the best metric ``stop_above = (latency bound, best)``; the latency
+        bound is the larger of the given one and :meth:`latency_bound`."""
+        if stop_above is None:
+            return
+        lat = max(stop_above[0], self.latency_bound())
+        if lat * (self.once + self.extra_bytes) >= stop_above[1]:
             raise Pruned(f"{self.p.name}: cannot beat {stop_above[1]:g}")
 
     def _run_order(self, ops: Sequence[int]) -> list[int]:

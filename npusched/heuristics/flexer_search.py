@@ -4,10 +4,15 @@ data stationary models and viable tiling sizes").
 
 Both searches are exact over the same space, but skip what cannot win: tilings are visited in
 order of a lower bound on the metric, and the search of a layer stops once the bound reaches the
-best metric found (branch and bound). The bound of a tiling uses only what every schedule must
-do: load every input and weight tile once and write every output once
-(:meth:`~npusched.problem.flexer.TiledConv.onchip_bytes`), and run ``Σ latency`` cycles of work
-on ``n`` NPUs; so ``latency ≥ max(Σ lat / n, max lat, bytes / bandwidth)``. Layers with the same
+best metric found (branch and bound); tilings with equal bounds go fewest operations first.
+The bound of a tiling uses only what every schedule must do: load every input and weight tile
+once and write every output once (:meth:`~npusched.problem.flexer.TiledConv.onchip_bytes`, one
+transfer at a time on the DRAM channel, :meth:`~npusched.problem.flexer.TiledConv.once_cycles`),
+and run ``Σ latency`` cycles of work on ``n`` NPUs, which without prefetch also wait for those
+first loads; so ``latency ≥ max((Σ lat + first loads) / n, max lat, Σ once-transfer cycles)``.
+During a schedule the same bound is raised with the time the NPUs and the DRAM channel have
+already spent (:meth:`~npusched.heuristics.flexer.Engine.latency_bound`), times the bytes moved so
+far, and the schedule stops once it reaches the best. Layers with the same
 geometry are searched once (memoization, as §3 suggests), and distinct layers run in parallel
 through a ``concurrent.futures`` executor.
 
@@ -158,8 +163,9 @@ def _problem(net: Network, layer: Layer, tiles: tuple[int, ...], s: Settings) ->
 
 def lat_bound(p: TiledConv, s: Settings) -> float:
     """A lower bound on the latency of every schedule of ``p`` (module notes)."""
-    nbytes = sum(p.onchip_bytes().values())
-    return max(-(-int(p.latency.sum()) // s.n_npus), int(p.latency.max()), nbytes / s.bandwidth)
+    loads, writes = p.once_cycles(s.bandwidth)
+    work = int(p.latency.sum()) + (0 if s.prefetch else loads)
+    return max(-(-work // s.n_npus), int(p.latency.max()), loads + writes)
 
 
 def metric_bound(p: TiledConv, s: Settings) -> float:
@@ -260,7 +266,7 @@ def search_layer(
         if p.n_ops > s.max_ops > 0 or max(p.footprint(o) for o in (0, p.n_ops - 1)) > s.capacity:
             continue
         cands.append((metric_bound(p, s), tiles, p))
-    cands.sort(key=lambda c: c[0])
+    cands.sort(key=lambda c: (c[0], c[2].n_ops))
     ooo = static = None
     n_ooo = n_static = 0
     if "ooo" in kinds:

@@ -123,6 +123,15 @@ class TiledConv:
         """Bytes one operation needs on chip at once."""
         return int(self.data_bytes[list(self.operands(o))].sum())
 
+    def once_cycles(self, bandwidth: float) -> tuple[int, int]:
+        """DRAM cycles (each transfer :func:`dram_cycles`) of loading every input and weight
+        tile once, and of writing every output tile once."""
+        loads = self.data_bytes[self.data_type < OT]
+        outs = self.out_bytes[self.data_type == OT]
+        return tuple(  # type: ignore[return-value]
+            int(np.maximum(1, np.ceil(b / bandwidth)).sum()) for b in (loads, outs)
+        )
+
     def onchip_bytes(self) -> dict[str, int]:
         """Transfers with unlimited on-chip memory (Fig. 10, bar *on-chip*): every input and
         weight tile loaded once, every output written once."""
