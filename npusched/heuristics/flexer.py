@@ -221,8 +221,15 @@ class Engine:
         """A lower bound on the final latency: the NPUs' busy time so far plus the work still
         certain to come, spread over ``n`` NPUs (without prefetch an NPU waits for its
         operation's loads, so first loads count as NPU time); and the DRAM channel's busy time
-        so far plus the transfers still certain to come (one transfer at a time)."""
-        return max((sum(self.npu_free) + self.todo) / self.n, self.dram_busy + self.dram_todo)
+        so far plus the transfers still certain to come (one transfer at a time). Without
+        prefetch none of those can start before the first NPU is free, so the channel's time
+        after that, the transfers still to come included, also bounds the latency."""
+        dram = self.dram_busy + self.dram_todo
+        if not self.prefetch:  # every transfer still to come starts once some NPU is free
+            m = min(self.npu_free)
+            later = sum(e - max(s, m) for s, e in self.dram.after(m))
+            dram = max(dram, m + later + self.dram_todo)
+        return max((sum(self.npu_free) + self.todo) / self.n, dram)
 
     def check(self, stop_above: tuple[float, float] | None) -> None:
         """Raise :class:`Pruned` once ``latency bound × (once-per-tile bytes + extra bytes so

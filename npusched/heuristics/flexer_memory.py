@@ -18,6 +18,8 @@ recently used unpinned tile of that region.
 
 from __future__ import annotations
 
+import heapq
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
 
 from npusched.heuristics.flexer_spill import POLICIES, SpillPolicy
@@ -151,7 +153,10 @@ class Buffer:
 
 class Regions:
     """Fixed regions of a loop-order schedule (Fig. 5b): ``slots[t]`` slots of ``slot_bytes[t]``
-    bytes for data type ``t``, at fixed addresses, with least-recently-used replacement."""
+    bytes for data type ``t``, at fixed addresses, with least-recently-used replacement.
+
+    Free slots of a region sit in a heap by the time they became free (ties: lowest slot);
+    occupied ones in an LRU queue (least recently used first)."""
 
     def __init__(self, slots: Sequence[int], slot_bytes: Sequence[int], types: Sequence[int]):
         self.types = types
@@ -162,44 +167,38 @@ class Regions:
             addr += n * b
         self.size = addr
         self.slot_bytes = list(slot_bytes)
-        self.holder: list[list[int]] = [[FREE] * n for n in slots]
-        self.free_at: list[list[int]] = [[0] * n for n in slots]
-        self.stamp: list[list[int]] = [[-1] * n for n in slots]
+        self.n_slots = list(slots)
+        self.free_slots: list[list[tuple[int, int]]] = [[(0, k) for k in range(n)] for n in slots]
+        self.lru: list[OrderedDict[int, int]] = [OrderedDict() for _ in slots]
         self.where: dict[int, tuple[int, int]] = {}
-        self.clock = 0
 
     def address(self, data: int) -> int:
         t, k = self.where[data]
         return self.base[t] + k * self.slot_bytes[t]
 
     def touch(self, data: int) -> None:
-        t, k = self.where[data]
-        self.clock += 1
-        self.stamp[t][k] = self.clock
+        self.lru[self.where[data][0]].move_to_end(data)
 
     def free(self, data: int, at: int) -> None:
         t, k = self.where.pop(data)
-        self.holder[t][k], self.free_at[t][k] = FREE, at
+        del self.lru[t][data]
+        heapq.heappush(self.free_slots[t], (at, k))
 
     def place(
         self, data: int, size: int, pinned: Collection[int], uses: Sequence[int], evict: Evict
     ) -> int:
         t = self.types[data]
-        slots = self.holder[t]
-        if not slots:
+        if not self.n_slots[t]:
             raise NoFit(f"no region for data type {t}")
-        free = [k for k, d in enumerate(slots) if d == FREE]
-        if free:
-            k = min(free, key=lambda k: (self.free_at[t][k], k))
+        if self.free_slots[t]:
+            at, k = heapq.heappop(self.free_slots[t])
         else:
-            cand = [k for k, d in enumerate(slots) if d not in pinned]
-            if not cand:
+            victim = next((d for d in self.lru[t] if d not in pinned), None)
+            if victim is None:
                 raise NoFit(f"every slot of region {t} is pinned")
-            k = min(cand, key=lambda k: self.stamp[t][k])
-            victim = slots[k]
-            del self.where[victim]
-            self.free_at[t][k] = evict(victim)
-        slots[k] = data
+            k = self.where.pop(victim)[1]
+            del self.lru[t][victim]
+            at = evict(victim)
         self.where[data] = (t, k)
-        self.touch(data)
-        return self.free_at[t][k]
+        self.lru[t][data] = k
+        return at

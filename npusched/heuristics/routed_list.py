@@ -33,6 +33,11 @@ class Timeline:
             return self.ends[j]
         return None
 
+    def after(self, t: int) -> list[tuple[int, int]]:
+        """Busy intervals that end after ``t``."""
+        j = bisect_right(self.ends, t)
+        return list(zip(self.starts[j:], self.ends[j:], strict=True))
+
     def add(self, t: int, d: int) -> None:
         j = bisect_right(self.starts, t)
         self.starts.insert(j, t)
