@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npusched.cli import main
+from npusched.heuristics import flexer
 from npusched.heuristics.flexer import (
     DATAFLOWS,
     MEM_POLICIES,
@@ -132,6 +133,60 @@ def test_ooo_schedules_verify_under_pressure(priority, policy, n):
     s = checked(ooo_schedule(p, n, cap, 8, priority=priority, mem_policy=policy), p)
     assert sorted(o for ops in s.order for o in ops) == list(range(p.n_ops))
     assert all(len(ops) <= n for ops in s.order)
+
+
+def brute_select(e, cand, k, priority):
+    """Algorithm 1's Get1stPrioritySet without shortcuts: every set of ``k`` ready operations,
+    one per dataflow map (first occurrence, by a dict of rows), each dry-run; the first with
+    the least key."""
+    for size in range(k, 0, -1):
+        combos = flexer._combinations(len(cand), size)
+        maps: dict[tuple[int, ...], int] = {}
+        if len(cand) > size:
+            for i, row in enumerate(combos):
+                ops = [cand[j] for j in row]
+                key = []
+                for t in (IN, WT, OT):
+                    ids = [e.opd[o][t] for o in ops]
+                    state = [
+                        0 if d in e.res else (2 if t == OT and e.first[o] else 1)
+                        for o, d in zip(ops, ids, strict=True)
+                    ]
+                    key += sorted(ids.count(d) + 16 * st for d, st in zip(ids, state, strict=True))
+                maps.setdefault(tuple(key), i)
+        rows = sorted(maps.values()) if maps else [0]
+        best = None
+        for i in rows:
+            sc = flexer.score_set(e, [cand[j] for j in combos[i]])
+            if sc is not None and (best is None or sc.key(priority) < best[0]):
+                best = (sc.key(priority), i)
+        if best is not None:
+            return [cand[j] for j in combos[best[1]]]
+    raise NoFit("nothing fits")
+
+
+@pytest.mark.parametrize("priority", PRIORITIES)
+@pytest.mark.parametrize("kernel", [1, 3])
+def test_select_equals_trying_every_set(priority, kernel, monkeypatch):
+    """_select's shortcuts (dataflow maps by sorting, dry runs ordered by a lower bound and
+    stopped early) choose exactly the set that scoring every distinct map chooses."""
+    calls = []
+    select = flexer._select
+
+    def both(e, cand, k, prio):
+        got = select(e, cand, k, prio)
+        assert got == brute_select(e, cand, k, prio)
+        calls.append(len(cand))
+        return got
+
+    monkeypatch.setattr(flexer, "_select", both)
+    net = small_net(c=96, k=96, hw=16, kernel=kernel)
+    p = tiled_conv(net, net.layers[0], (32, 4, 8, 32), UNROLL)
+    for n, slack in ((2, 1.5), (4, 1.2), (4, 3.0)):
+        cap = int(slack * p.footprint(0) * n)
+        with contextlib.suppress(NoFit):
+            checked(ooo_schedule(p, n, cap, 8, priority=priority), p)
+    assert len(calls) > 50 and max(calls) > 4
 
 
 def test_psum_spills_happen_and_verify():

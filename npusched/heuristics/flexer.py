@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
@@ -296,10 +296,31 @@ class SetScore:
         return (self.spilled_bytes, *default)
 
 
-def score_set(engine: Engine, ops: Sequence[int]) -> SetScore | None:
+def unspilled_score(engine: Engine, ops: Sequence[int], used: int) -> SetScore:
+    """The score of ``ops`` if nothing had to be spilled (``used``: bytes live now): a lower
+    bound on its :meth:`SetScore.key` under every priority, equal to it when placing the set
+    spills nothing (spilling only adds to the spilled and moved terms, which come first or
+    after an equal first term, and every victim has uses left, so its spilled term is
+    positive)."""
+    e = engine
+    new_out = {e.opd[o][2] for o in ops if e.first[o]}
+    new = [d for d in e.operands(ops) if d not in e.res]
+    loads = [d for d in new if d not in new_out]
+    return SetScore(
+        reused=sum(e.size[d] for o in ops for d in e.opd[o] if d in e.res),
+        spilled=0.0,
+        spilled_bytes=0,
+        moved_bytes=sum(e.size[d] for d in loads),
+        utilisation=(used + sum(e.size[d] for d in new)) / e.capacity,
+        mem_cycles=sum(dram_cycles(e.size[d], e.bw) for d in loads),
+    )
+
+
+def score_set(engine: Engine, ops: Sequence[int], used: int | None = None) -> SetScore | None:
     """Dry run of issuing ``ops`` on a copy of the buffer (``None`` if it does not fit)."""
     e = engine
     assert isinstance(e.mem, Buffer)
+    base = unspilled_score(e, ops, e.mem.used() if used is None else used)
     buf = e.mem.copy()
     data = e.operands(ops)
     pinned = set(data)
@@ -309,27 +330,23 @@ def score_set(engine: Engine, ops: Sequence[int]) -> SetScore | None:
         victims.append(d)
         return 0
 
-    moved = cycles = 0
-    new_out = {e.opd[o][2] for o in ops if e.first[o]}
     try:
         for d in data:
             if d not in e.res:
                 buf.place(d, e.size[d], pinned, e.rem, evict)
-                if d not in new_out:
-                    moved += e.size[d]
-                    cycles += dram_cycles(e.size[d], e.bw)
     except NoFit:
         return None
-    spilled = 0.0
-    spilled_bytes = 0
-    for v in victims:
-        spilled += e.size[v] / min(e.n, e.rem[v])
-        spilled_bytes += e.size[v]
-        if e.dirty[v]:
-            moved += e.size[v]
-            cycles += dram_cycles(e.size[v], e.bw)
-    reused = sum(e.size[d] for o in ops for d in e.opd[o] if d in e.res)
-    return SetScore(reused, spilled, spilled_bytes, moved, buf.used() / e.capacity, cycles)
+    if not victims:
+        return base
+    dirty = [v for v in victims if e.dirty[v]]
+    return replace(
+        base,
+        spilled=sum(e.size[v] / min(e.n, e.rem[v]) for v in victims),
+        spilled_bytes=sum(e.size[v] for v in victims),
+        moved_bytes=base.moved_bytes + sum(e.size[v] for v in dirty),
+        utilisation=buf.used() / e.capacity,
+        mem_cycles=base.mem_cycles + sum(dram_cycles(e.size[v], e.bw) for v in dirty),
+    )
 
 
 def dataflow_maps(engine: Engine, window: Sequence[int], combos: IntArray) -> IntArray:
@@ -354,22 +371,36 @@ def dataflow_maps(engine: Engine, window: Sequence[int], combos: IntArray) -> In
         sel = ids[combos]
         share = (sel[:, :, None] == sel[:, None, :]).sum(2)
         cols.append(np.sort(share + 16 * state[combos], axis=1))
-    _, first = np.unique(np.concatenate(cols, axis=1), axis=0, return_index=True)
-    return np.sort(first)
+    keys = np.concatenate(cols, axis=1)
+    order = np.lexsort(keys.T[::-1])  # stable: equal rows keep their order
+    ranked = keys[order]
+    first = np.r_[True, (ranked[1:] != ranked[:-1]).any(axis=1)]
+    return np.sort(order[first])
 
 
 def _select(e: Engine, cand: list[int], k: int, priority: str) -> list[int]:
     """The first-priority set of ``k`` operations from ``cand`` (Algorithm 1, lines 20–21);
-    when no set of ``k`` fits next to each other in the buffer, sets of ``k − 1``, and so on."""
+    when no set of ``k`` fits next to each other in the buffer, sets of ``k − 1``, and so on.
+
+    The first of the sets with the least key wins. Sets are dry-run in order of
+    :func:`unspilled_score` (a lower bound on their key) and the loop stops once that bound
+    exceeds the best key found, so a set that spills nothing usually ends the search."""
+    assert isinstance(e.mem, Buffer)
+    used = e.mem.used()
     for size in range(k, 0, -1):
         combos = _combinations(len(cand), size)
+        rows = dataflow_maps(e, cand, combos) if len(cand) > size else [0]
+        sets = [[cand[j] for j in combos[i]] for i in rows]
+        bounds = sorted((unspilled_score(e, s, used).key(priority), i) for i, s in enumerate(sets))
         best: tuple[tuple[float, ...], int] | None = None
-        for i in dataflow_maps(e, cand, combos) if len(cand) > size else [0]:
-            sc = score_set(e, [cand[j] for j in combos[i]])
-            if sc is not None and (best is None or sc.key(priority) < best[0]):
-                best = (sc.key(priority), int(i))
+        for bound in bounds:
+            if best is not None and bound > best:
+                break
+            sc = score_set(e, sets[bound[1]], used)
+            if sc is not None and (best is None or (sc.key(priority), bound[1]) < best):
+                best = (sc.key(priority), bound[1])
         if best is not None:
-            return [cand[j] for j in combos[best[1]]]
+            return sets[best[1]]
     raise NoFit(f"{e.p.name}: one operation does not fit in {e.capacity} bytes")
 
 
