@@ -29,12 +29,13 @@ from npusched.heuristics.flexer_search import (
     _problem,
     lat_bound,
     metric_bound,
+    n_ops,
     run,
     search_layer,
     tiling_space,
 )
 from npusched.partition.schemes import loop_order_rank
-from npusched.problem.flexer import IN, OT, WT, TiledConv, tiled_conv
+from npusched.problem.flexer import IN, OT, WT, TiledConv, supports, tiled_conv
 from npusched.verify.flexer import verify_flexer
 from npusched.workload.layers import INPUT, Layer
 from npusched.workload.network import Network
@@ -344,6 +345,33 @@ def test_cli_json(capsys):
     assert row["static_latency"] is not None
     assert out["total"]["ooo_latency"] == row["ooo_latency"]
     assert out["total"]["compared_layers"] == 1
+    assert out["complete"] is True and row["complete"] is True
+
+
+def test_time_limit_stops_with_the_best_so_far(capsys):
+    """A search cut by its time limit says so, and what it returns is still verified."""
+    rc = main(
+        ["flexer", "--network", "resnet50", "--arch", "arch5", "--layers", "layer1.0.conv3",
+         "--max-ops", "0", "--time-limit", "2", "--workers", "1", "--json"]
+    )  # fmt: skip
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["complete"] is False and out["layers"][0]["complete"] is False
+    assert out["search_seconds"] < 30
+    assert out["layers"][0]["ooo_evaluated"] < out["layers"][0]["tilings"]
+    rc = main(
+        ["flexer", "--network", "resnet50", "--arch", "arch5", "--layers", "layer1.0.conv3",
+         "--max-ops", "0", "--time-limit", "2", "--workers", "1"]
+    )  # fmt: skip
+    assert rc == 0 and "not a complete search" in capsys.readouterr().out
+
+
+def test_op_count_without_the_dfg():
+    net = load_network("resnet50")
+    s = Settings(n_npus=4, capacity=256 * 1024, bandwidth=32, max_ops=0)
+    for ly in [x for x in net.layers if supports(x)][::7]:
+        for tiles in tiling_space(net, ly, s)[::5]:
+            assert n_ops(net, ly, tiles) == _problem(net, ly, tiles, s).n_ops
 
 
 @pytest.mark.parametrize(
@@ -353,6 +381,7 @@ def test_cli_json(capsys):
         (["--arch", "klotski-3x3"], "shared global buffer"),
         (["--arch", "arch1", "--layers", "nope"], "no layer nope"),
         (["--arch", "arch1", "--max-ops", "-1"], "--max-ops"),
+        (["--arch", "arch1", "--time-limit", "0"], "--time-limit"),
     ],
 )
 def test_cli_errors_exit_2(argv, msg, capsys):
@@ -369,3 +398,17 @@ def test_static_pool_keeps_chain_order():
     s = checked(static_schedule(p, 2, 10**6, 8, loop_order="K,OY,OX,C", stationary="OS"), p)
     assert s.start[1] >= s.end[0]
     assert list(itertools.chain(*s.order)) == [0, 1]
+
+
+def test_bench_speed_rows(tmp_path):
+    from npusched.bench.flexer import main as bench
+
+    out = tmp_path / "speed.json"
+    argv = ["speed", "--networks", "squeezenet", "--archs", "arch1", "--caps", "8",
+            "--limit", "20", "--workers", "1", "--json", str(out)]  # fmt: skip
+    assert bench(argv) == 0
+    (row,) = json.loads(out.read_text())
+    assert row["max_ops"] == 8 and row["distinct_layers"] > 5
+    assert 0 < row["ooo_evaluated"] <= row["tilings"]
+    assert row["static_evaluated"] <= row["tilings"]
+    assert isinstance(row["complete"], bool)

@@ -6,6 +6,11 @@
   and the wall-clock search time on ``--workers`` processes (the §3 runtime claim).
 - ``ablation``: Table 2's priorities × memory policies on the OoO search, the end-to-end
   ``Σ latency × Σ bytes`` normalised to Flexer's default (Fig. 12).
+- ``speed``: the whole search (OoO and static, every distinct layer) of one network on one
+  architecture at each ``--caps`` (operations per tiling; 0 = every viable tiling) with a
+  ``--time-limit``: wall-clock seconds on ``--workers`` processes, the tilings in the space and
+  how many each search evaluated, and whether it finished (§3: about 20 hours single-threaded
+  for ResNet-50 on a 4-NPU system; our goal is 10 minutes on 2 cores).
 - ``offline``: for the best OoO schedule of sampled layers, its transferred bytes against the
   offline lower bound for the same operation order
   (:func:`~npusched.formulations.flexer_offline.offline_bound`); gap in %.
@@ -27,7 +32,7 @@ from tabulate import tabulate
 from npusched.arch import load_arch
 from npusched.heuristics.flexer import MEM_POLICIES, PRIORITIES
 from npusched.heuristics.flexer_cli import _arch_name, verify_choices
-from npusched.heuristics.flexer_search import _problem, run, search_network
+from npusched.heuristics.flexer_search import _geometry, _problem, run, search_network
 from npusched.workload.zoo import load_network
 
 
@@ -91,6 +96,35 @@ def bench_ablation(nets: list[str], archs: list[str], workers: int, max_ops: int
     return rows
 
 
+def bench_speed(
+    net_name: str, arch: str, workers: int, caps: list[int], limit: float | None
+) -> list[dict]:
+    rows = []
+    net = load_network(net_name)
+    for cap in caps:
+        res = search_network(
+            net, load_arch(_arch_name(arch)), workers=workers, max_ops=cap, time_limit=limit
+        )
+        layers = {ly.name: ly for ly in net.layers}
+        reps = list({_geometry(net, layers[r.name]): r for r in res.layers}.values())
+        rows.append(
+            {
+                "network": net_name,
+                "arch": arch,
+                "max_ops": cap or "all",
+                "distinct_layers": res.distinct,
+                "tilings": sum(r.tilings for r in reps),
+                "ooo_evaluated": sum(r.ooo_evaluated for r in reps),
+                "static_evaluated": sum(r.static_evaluated for r in reps),
+                "complete": res.complete,
+                "search_s": round(res.search_seconds, 1),
+                "workers": workers,
+            }
+        )
+        print(tabulate([rows[-1]], headers="keys"), flush=True)
+    return rows
+
+
 def bench_offline(
     nets: list[str], archs: list[str], workers: int, max_ops: int, sample: int, limit: float
 ) -> list[dict]:
@@ -130,13 +164,18 @@ def bench_offline(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m npusched.bench.flexer", description=__doc__)
-    ap.add_argument("mode", nargs="?", default="search", choices=["search", "ablation", "offline"])
+    modes = ["search", "ablation", "offline", "speed"]
+    ap.add_argument("mode", nargs="?", default="search", choices=modes)
     ap.add_argument("--networks", default="vgg16,resnet50")
     ap.add_argument("--archs", default=",".join(f"arch{i}" for i in range(1, 9)))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--max-ops", type=int, default=256)
     ap.add_argument("--sample", type=int, default=4, help="offline: layers per network × arch")
     ap.add_argument("--time-limit", type=float, default=30.0, help="offline: seconds per layer")
+    ap.add_argument("--caps", default="256,0", help="speed: operation caps (0: no cap)")
+    ap.add_argument(
+        "--limit", type=float, default=None, help="speed: seconds per search (default: none)"
+    )
     ap.add_argument("--json", help="write the rows to this file")
     args = ap.parse_args(argv)
     nets = [x.strip() for x in args.networks.split(",")]
@@ -146,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
         rows: list[Any] = bench_search(nets, archs, args.workers, args.max_ops)
     elif args.mode == "ablation":
         rows = bench_ablation(nets, archs, args.workers, args.max_ops)
+    elif args.mode == "speed":
+        caps = [int(c) for c in args.caps.split(",")]
+        rows = bench_speed(nets[0], archs[0], args.workers, caps, args.limit)
     else:
         rows = bench_offline(nets, archs, args.workers, args.max_ops, args.sample, args.time_limit)
     print(f"\n{args.mode}: {len(rows)} rows in {time.perf_counter() - t0:.1f} s")

@@ -34,6 +34,7 @@ stationary type (IS, WS or OS) gets all the space the other two leave after ``n`
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -70,6 +71,7 @@ __all__ = [
     "PRIORITIES",
     "NoFit",
     "Pruned",
+    "TimeUp",
     "ooo_schedule",
     "static_schedule",
 ]
@@ -77,6 +79,10 @@ __all__ = [
 
 class Pruned(Exception):
     """A schedule stopped because it cannot beat the best metric of the search."""
+
+
+class TimeUp(Exception):
+    """A schedule stopped because the search's deadline passed."""
 
 
 class Engine:
@@ -231,10 +237,13 @@ class Engine:
             dram = max(dram, m + later + self.dram_todo)
         return max((sum(self.npu_free) + self.todo) / self.n, dram)
 
-    def check(self, stop_above: tuple[float, float] | None) -> None:
+    def check(self, stop_above: tuple[float, float] | None, deadline: float | None = None) -> None:
         """Raise :class:`Pruned` once ``latency bound × (once-per-tile bytes + extra bytes so
         far)`` reaches the best metric ``stop_above = (latency bound, best)``; the latency
-        bound is the larger of the given one and :meth:`latency_bound`."""
+        bound is the larger of the given one and :meth:`latency_bound`. Raise
+        :class:`TimeUp` once ``time.time()`` passes ``deadline``."""
+        if deadline is not None and time.time() > deadline:
+            raise TimeUp(f"{self.p.name}: time limit reached")
         if stop_above is None:
             return
         lat = max(stop_above[0], self.latency_bound())
@@ -416,6 +425,7 @@ def ooo_schedule(
     window: int | None = None,
     stop_above: tuple[float, float] | None = None,
     prefetch: bool = False,
+    deadline: float | None = None,
 ) -> FlexerSchedule:
     """Flexer's ``GetSchedule`` (Algorithm 1, lines 12–32) for one tiling and dataflow.
 
@@ -439,6 +449,8 @@ def ooo_schedule(
         Load a set's tiles as soon as their space is free, overlapping compute; by default an
         operation's loads run on its NPU's time just before it, as §3's
         ``lat(total) = lat(o) + lat(p) + lat(l)``.
+    deadline
+        A ``time.time()`` after which the schedule stops with :class:`TimeUp`.
 
     Raises
     ------
@@ -458,7 +470,7 @@ def ooo_schedule(
     while ready:
         chosen = _select(e, ready[:w], min(n_npus, len(ready)), priority)
         e.issue(chosen)
-        e.check(stop_above)
+        e.check(stop_above, deadline)
         done = set(chosen)
         ready = [o for o in ready if o not in done]
         woken = [o + 1 for o in chosen if problem.op_c[o] < nc - 1]
@@ -480,11 +492,12 @@ def static_schedule(
     stationary: str = "OS",
     stop_above: tuple[float, float] | None = None,
     prefetch: bool = False,
+    deadline: float | None = None,
 ) -> FlexerSchedule:
     """A loop-order schedule (§2.2, Fig. 3b–c, Fig. 5b): operations in ``loop_order``, ``n`` at
     a time, with fixed regions; the ``stationary`` type (``IS``, ``WS``, ``OS``) keeps the space
-    the other types leave after ``n`` slots each. ``stop_above`` and ``prefetch`` as in
-    :func:`ooo_schedule`.
+    the other types leave after ``n`` slots each. ``stop_above``, ``prefetch`` and ``deadline``
+    as in :func:`ooo_schedule`.
 
     Raises
     ------
@@ -507,5 +520,5 @@ def static_schedule(
     order = np.argsort(loop_order_rank(p.counts, loop_order))
     for i in range(0, p.n_ops, n_npus):
         e.issue([int(o) for o in order[i : i + n_npus]])
-        e.check(stop_above)
+        e.check(stop_above, deadline)
     return e.schedule(f"static/{loop_order}/{stationary}")

@@ -6,11 +6,13 @@ against the best static loop order.
     npusched flexer --network NAME|FILE --arch arch1..arch8|NAME|FILE [--layers a,b]
                     [--priority default|min-transfer|min-spill]
                     [--mem-policy flexer|first-fit|small-spill] [--metric latency*bytes]
-                    [--max-ops N] [--prefetch] [--workers N] [--no-verify] [--json]
+                    [--max-ops N] [--prefetch] [--time-limit S] [--workers N]
+                    [--no-verify] [--json]
 
 Each chosen schedule is rebuilt and checked by :func:`npusched.verify.flexer.verify_flexer`
-unless ``--no-verify``. Errors are raised as :class:`~npusched.io.InputError` / ``ValueError``
-for the main CLI's handler (exit code 2).
+unless ``--no-verify``. With ``--time-limit`` the search stops after that many seconds with the
+best schedules found so far, and says so (``"complete": false`` in the JSON). Errors are raised
+as :class:`~npusched.io.InputError` / ``ValueError`` for the main CLI's handler (exit code 2).
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--prefetch",
         action="store_true",
         help="overlap loads with earlier operations (default: loads on the operation's time)",
+    )
+    f.add_argument(
+        "--time-limit",
+        type=float,
+        help="seconds for the whole search; then the best found so far (default: no limit)",
     )
     f.add_argument("--workers", type=_positive_int, help="parallel layers (default: all cores)")
     f.add_argument("--no-verify", action="store_true", help="do not re-check the schedules")
@@ -105,6 +112,8 @@ def cmd_flexer(args: argparse.Namespace) -> int:
     arch = load_arch(_arch_name(args.arch))
     if args.max_ops < 0:
         raise ValueError("--max-ops must be >= 0")
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise ValueError(f"--time-limit must be positive, got {args.time_limit:g}")
     layers = [x.strip() for x in args.layers.split(",")] if args.layers else None
     res = search_network(
         net,
@@ -116,6 +125,8 @@ def cmd_flexer(args: argparse.Namespace) -> int:
         metric=args.metric,
         max_ops=args.max_ops,
         prefetch=args.prefetch,
+        time_limit=args.time_limit,
+        progress=not args.json,
     )
     out = res.to_json()
     if not args.no_verify:
@@ -148,6 +159,13 @@ def cmd_flexer(args: argparse.Namespace) -> int:
         + (f"; {out['verified_schedules']} schedules verified" if not args.no_verify else "")
         + (f"; not tiled: {', '.join(res.skipped)}" if res.skipped else "")
     )
+    if not res.complete:
+        cut = [r.name for r in res.layers if not r.complete]
+        print(
+            f"time limit of {args.time_limit:g} s reached: the best found so far for "
+            f"{len(cut)} layers ({', '.join(cut[:5])}{', ...' if len(cut) > 5 else ''}); "
+            "not a complete search"
+        )
     return 0
 
 

@@ -40,6 +40,7 @@ from npusched.heuristics.flexer import (
     STATIONARITY,
     NoFit,
     Pruned,
+    TimeUp,
     ooo_schedule,
     static_schedule,
 )
@@ -131,6 +132,7 @@ class LayerResult:
     static_evaluated: int
     seconds: float
     skipped: str = ""
+    complete: bool = True  # False: the time limit cut the search short (the best found so far)
 
 
 def tiling_space(net: Network, layer: Layer, s: Settings) -> list[tuple[int, int, int, int]]:
@@ -155,6 +157,15 @@ def tiling_space(net: Network, layer: Layer, s: Settings) -> list[tuple[int, int
         for cc in sizes(x, 1)
         for d in sizes(c, u.get("C", 1))
     ]
+
+
+def n_ops(net: Network, layer: Layer, tiles: tuple[int, int, int, int]) -> int:
+    """Operations of a tiling, without building its DFG."""
+    ext = layer_extents(layer, net.in_shapes(layer), net.shapes[layer.name])
+    out = 1
+    for t, e in zip(tiles, ext, strict=True):
+        out *= -(-e // min(t, e))
+    return out
 
 
 def _problem(net: Network, layer: Layer, tiles: tuple[int, ...], s: Settings) -> TiledConv:
@@ -197,6 +208,7 @@ def run(
     kind: str,
     dataflow: str,
     stop_above: tuple[float, float] | None = None,
+    deadline: float | None = None,
 ) -> FlexerSchedule:
     """One schedule: ``kind`` ``ooo`` with an OoO dataflow (``OS``, ``WS``, ``IS``) or
     ``static`` with ``"LOOP,ORDER/STATIONARITY"``."""
@@ -212,6 +224,7 @@ def run(
             window=s.window,
             stop_above=stop_above,
             prefetch=s.prefetch,
+            deadline=deadline,
         )
     order, stat = dataflow.split("/")
     return static_schedule(
@@ -223,6 +236,7 @@ def run(
         stationary=stat,
         stop_above=stop_above,
         prefetch=s.prefetch,
+        deadline=deadline,
     )
 
 
@@ -231,7 +245,10 @@ def _search(
     s: Settings,
     kind: str,
     dataflows: Sequence[str],
-) -> tuple[Choice | None, int]:
+    deadline: float | None = None,
+) -> tuple[Choice | None, int, bool]:
+    """Branch and bound over ``cands`` (by bound): the best choice, the tilings evaluated and
+    whether the search ran to the end (``False`` when ``deadline`` passed)."""
     best: Choice | None = None
     evaluated = 0
     for bound, tiles, p in cands:
@@ -242,39 +259,57 @@ def _search(
         for df in dataflows:
             stop = (lat, best.metric) if best and s.metric == "latency*bytes" else None
             try:
-                sched = run(p, s, kind, df, stop)
+                sched = run(p, s, kind, df, stop, deadline)
             except (NoFit, Pruned):
                 continue
+            except TimeUp:
+                return best, evaluated, False
             ch = summarize(sched, tiles, df, s.metric)
             if best is None or ch.metric < best.metric:
                 best = ch
-    return best, evaluated
+    return best, evaluated, True
 
 
 def search_layer(
-    net: Network, layer: Layer, s: Settings, kinds: Sequence[str] = ("ooo", "static")
+    net: Network,
+    layer: Layer,
+    s: Settings,
+    kinds: Sequence[str] = ("ooo", "static"),
+    deadline: float | None = None,
 ) -> LayerResult:
     """Algorithm 1 for one layer: the best OoO schedule over tilings × dataflows
     (:data:`~npusched.heuristics.flexer.DATAFLOWS`) and the best static schedule over tilings ×
-    loop orders × stationarities (:data:`STATIC_DATAFLOWS`)."""
+    loop orders × stationarities (:data:`STATIC_DATAFLOWS`). Past ``deadline`` (a
+    ``time.time()``) the searches stop with the best found so far and ``complete=False``."""
     t0 = time.perf_counter()
     if not supports(layer):
         return LayerResult(layer.name, None, None, 0, 0, 0, 0.0, f"{layer.op} is not tiled")
     cands = []
     for tiles in tiling_space(net, layer, s):
+        if n_ops(net, layer, tiles) > s.max_ops > 0:
+            continue
         p = _problem(net, layer, tiles, s)
-        if p.n_ops > s.max_ops > 0 or max(p.footprint(o) for o in (0, p.n_ops - 1)) > s.capacity:
+        if max(p.footprint(o) for o in (0, p.n_ops - 1)) > s.capacity:
             continue
         cands.append((metric_bound(p, s), tiles, p))
     cands.sort(key=lambda c: (c[0], c[2].n_ops))
     ooo = static = None
     n_ooo = n_static = 0
+    done = True
     if "ooo" in kinds:
-        ooo, n_ooo = _search(cands, s, "ooo", list(DATAFLOWS))
-    if "static" in kinds:
-        static, n_static = _search(cands, s, "static", [f"{o}/{st}" for o, st in STATIC_DATAFLOWS])
+        ooo, n_ooo, done = _search(cands, s, "ooo", list(DATAFLOWS), deadline)
+    if "static" in kinds and done:
+        dfs = [f"{o}/{st}" for o, st in STATIC_DATAFLOWS]
+        static, n_static, done = _search(cands, s, "static", dfs, deadline)
     return LayerResult(
-        layer.name, ooo, static, len(cands), n_ooo, n_static, time.perf_counter() - t0
+        layer.name,
+        ooo,
+        static,
+        len(cands),
+        n_ooo,
+        n_static,
+        time.perf_counter() - t0,
+        complete=done,
     )
 
 
@@ -303,6 +338,11 @@ class NetworkResult:
     search_seconds: float
     distinct: int = 0
     skipped: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every layer's search ran to the end (no time limit cut it short)."""
+        return all(r.complete for r in self.layers)
 
     def totals(self) -> dict[str, float]:
         """Sums over the layers that have both an OoO and a static schedule."""
@@ -342,12 +382,14 @@ class NetworkResult:
                     "tilings": r.tilings,
                     "ooo_evaluated": r.ooo_evaluated,
                     "static_evaluated": r.static_evaluated,
+                    "complete": r.complete,
                 }
             )
         return {
             "network": self.network,
             "arch": self.arch,
             "search_seconds": round(self.search_seconds, 3),
+            "complete": self.complete,
             "settings": asdict(self.settings),
             "distinct_layers": self.distinct,
             "skipped": self.skipped,
@@ -364,9 +406,15 @@ def search_network(
     kinds: Sequence[str] = ("ooo", "static"),
     executor: Executor | None = None,
     workers: int | None = None,
+    time_limit: float | None = None,
+    progress: bool = False,
     **options: Any,
 ) -> NetworkResult:
     """Algorithm 1 over the dense conv and fc layers of ``net`` (or the named ``layers``).
+
+    ``time_limit`` (seconds of wall clock for the whole search) stops every layer's search
+    with the best found so far; :attr:`NetworkResult.complete` says whether any was cut.
+    ``progress`` shows a bar of searched layers on stderr.
 
     Raises
     ------
@@ -392,12 +440,16 @@ def search_network(
         groups.setdefault(_geometry(net, ly), []).append(ly)
     reps = [v[0] for v in groups.values()]
     work = [int(ly.macs(net.in_shapes(ly)) // 1000) for ly in reps]
+    if time_limit is not None and time_limit <= 0:
+        raise ValueError(f"time limit must be positive, got {time_limit}")
+    deadline = None if time_limit is None else time.time() + time_limit
     found = map_layers(
         search_layer,
-        [(net, ly, s, tuple(kinds)) for ly in reps],
+        [(net, ly, s, tuple(kinds), deadline) for ly in reps],
         executor=executor,
         workers=workers,
         weights=work,
+        progress=f"flexer {net.name}" if progress else None,
     )
     by_key = {k: r for k, r in zip(groups, found, strict=True)}
     rows = [replace(by_key[_geometry(net, ly)], name=ly.name) for ly in tiled]

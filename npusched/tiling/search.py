@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 from collections.abc import Iterable
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from npusched.arch.model import Arch, unroll_dims
 from npusched.tiling.tso import (
@@ -621,19 +623,31 @@ def map_layers(
     executor: Executor | None = None,
     workers: int | None = None,
     weights: list[int] | None = None,
+    progress: str | None = None,
 ) -> list[Any]:
     """``[fn(*it) for it in items]`` through an executor: ``executor`` if given, else a process
     pool of ``workers`` (default: all cores), or in this process when ``workers == 1``. The
-    heaviest items (``weights``) are submitted first; results keep ``items``' order."""
+    heaviest items (``weights``) are submitted first; results keep ``items``' order. With
+    ``progress`` (a label), a bar of finished items is shown on stderr when it is a terminal."""
+    off = None if progress else True  # tqdm: None hides the bar when stderr is not a terminal
+    bar = tqdm(total=len(items), desc=progress, unit="layer", file=sys.stderr, disable=off)
     if executor is None and (workers == 1 or len(items) <= 1):
-        return [fn(*it) for it in items]
+        out = []
+        for it in items:
+            out.append(fn(*it))
+            bar.update()
+        bar.close()
+        return out
     order = sorted(range(len(items)), key=lambda k: -(weights[k] if weights else 0))
     own = executor is None
     ex = executor or ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1)
     try:
         futs = {k: ex.submit(fn, *items[k]) for k in order}
+        for _ in as_completed(futs.values()):
+            bar.update()
         return [futs[k].result() for k in range(len(items))]
     finally:
+        bar.close()
         if own:
             ex.shutdown()
 
