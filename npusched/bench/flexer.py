@@ -119,6 +119,10 @@ def bench_speed(
                 "complete": res.complete,
                 "search_s": round(res.search_seconds, 1),
                 "workers": workers,
+                "slowest": [
+                    [r.name, round(r.seconds, 1), r.tilings, r.ooo_evaluated, r.static_evaluated]
+                    for r in sorted(reps, key=lambda r: -r.seconds)[:3]
+                ],
             }
         )
         print(tabulate([rows[-1]], headers="keys"), flush=True)
