@@ -101,6 +101,7 @@ class Engine:
         self.p, self.n, self.capacity, self.bw, self.mem = p, n, capacity, bandwidth, memory
         self.prefetch = prefetch
         self.size = p.data_bytes.tolist()
+        self.cycles = [dram_cycles(b, bandwidth) for b in self.size]  # of loading each tile
         self.dtype = p.data_type.tolist()
         self.lat = p.latency.tolist()
         self.opd = list(zip(p.op_in.tolist(), p.op_wt.tolist(), p.op_ot.tolist(), strict=True))
@@ -135,9 +136,7 @@ class Engine:
 
     def _book(self, kind: str, d: int, nbytes: int, earliest: int, dtype: str) -> int:
         dur = dram_cycles(nbytes, self.bw)
-        t = earliest
-        while (hit := self.dram.conflict(t, dur)) is not None:
-            t = hit
+        t = self.dram.first_free(earliest, dur)
         self.dram.add(t, dur)
         self.dram_busy += dur
         self.transfers.append(Transfer(kind, d, nbytes, t, t + dur, dtype))  # type: ignore[arg-type]
@@ -313,15 +312,15 @@ def unspilled_score(engine: Engine, ops: Sequence[int], used: int) -> SetScore:
     positive)."""
     e = engine
     new_out = {e.opd[o][2] for o in ops if e.first[o]}
-    new = [d for d in e.operands(ops) if d not in e.res]
-    loads = [d for d in new if d not in new_out]
+    new = {d for o in ops for d in e.opd[o] if d not in e.res}
+    loads = new - new_out
     return SetScore(
         reused=sum(e.size[d] for o in ops for d in e.opd[o] if d in e.res),
         spilled=0.0,
         spilled_bytes=0,
         moved_bytes=sum(e.size[d] for d in loads),
         utilisation=(used + sum(e.size[d] for d in new)) / e.capacity,
-        mem_cycles=sum(dram_cycles(e.size[d], e.bw) for d in loads),
+        mem_cycles=sum(e.cycles[d] for d in loads),
     )
 
 
@@ -354,7 +353,7 @@ def score_set(engine: Engine, ops: Sequence[int], used: int | None = None) -> Se
         spilled_bytes=sum(e.size[v] for v in victims),
         moved_bytes=base.moved_bytes + sum(e.size[v] for v in dirty),
         utilisation=buf.used() / e.capacity,
-        mem_cycles=base.mem_cycles + sum(dram_cycles(e.size[v], e.bw) for v in dirty),
+        mem_cycles=base.mem_cycles + sum(e.cycles[v] for v in dirty),
     )
 
 

@@ -33,6 +33,17 @@ class Timeline:
             return self.ends[j]
         return None
 
+    def first_free(self, t: int, d: int) -> int:
+        """The earliest ``t' ≥ t`` with ``[t', t' + d)`` free (intervals are disjoint and
+        sorted, so each one in the way moves ``t'`` to its end and the next is the only one
+        left to check)."""
+        starts, ends = self.starts, self.ends
+        j = bisect_right(ends, t)
+        while j < len(starts) and starts[j] < t + d:
+            t = ends[j]
+            j += 1
+        return t
+
     def after(self, t: int) -> list[tuple[int, int]]:
         """Busy intervals that end after ``t``."""
         j = bisect_right(self.ends, t)
