@@ -11,6 +11,10 @@
   ``--time-limit``: wall-clock seconds on ``--workers`` processes, the tilings in the space and
   how many each search evaluated, and whether it finished (§3: about 20 hours single-threaded
   for ResNet-50 on a 4-NPU system; our goal is 10 minutes on 2 cores).
+- ``optimal``: for the layers whose best OoO tiling has at most ``--opt-ops`` operations, the
+  OoO latency against CP-SAT's least latency for that tiling
+  (:func:`~npusched.formulations.flexer_schedule.schedule_exact`, started from the OoO
+  schedule), with its proven bound; exact over all schedules where every tile fits at once.
 - ``offline``: for the best OoO schedule of sampled layers, its transferred bytes against the
   offline lower bound for the same operation order
   (:func:`~npusched.formulations.flexer_offline.offline_bound`); gap in %.
@@ -129,6 +133,57 @@ def bench_speed(
     return rows
 
 
+def bench_optimal(
+    nets: list[str], archs: list[str], workers: int, max_ops: int, opt_ops: int, limit: float
+) -> list[dict]:
+    from npusched.formulations.flexer_schedule import schedule_exact
+    from npusched.verify.flexer import verify_flexer
+
+    rows = []
+    for name, a in itertools.product(nets, archs):
+        net = load_network(name)
+        res = search_network(
+            net, load_arch(_arch_name(a)), kinds=("ooo",), workers=workers, max_ops=max_ops
+        )
+        layers = {ly.name: ly for ly in net.layers}
+        seen: set[Any] = set()
+        for r in res.layers:
+            key = _geometry(net, layers[r.name])
+            if r.ooo is None or key in seen:
+                continue
+            seen.add(key)
+            p = _problem(net, layers[r.name], r.ooo.tiles, res.settings)
+            if p.n_ops > opt_ops:
+                continue
+            st = res.settings
+            ooo = run(p, st, "ooo", r.ooo.dataflow)
+            ex = schedule_exact(
+                p, st.n_npus, st.capacity, st.bandwidth, prefetch=st.prefetch,
+                time_limit=limit, hint=ooo,
+            )  # fmt: skip
+            ok = ex.schedule is not None and verify_flexer(ex.schedule).ok
+            rows.append(
+                {
+                    "network": name,
+                    "arch": a,
+                    "layer": r.name,
+                    "ops": p.n_ops,
+                    "all_fit": ex.all_fit,
+                    "ooo_latency": ooo.latency,
+                    "cpsat_latency": ex.latency,
+                    "bound": None if ex.bound is None else int(ex.bound),
+                    "status": ex.status.value,
+                    "ooo_over_%": None
+                    if ex.latency is None
+                    else round(100 * (ooo.latency - ex.latency) / ex.latency, 2),
+                    "verified": ok,
+                    "solve_s": round(ex.seconds, 1),
+                }
+            )
+            print(tabulate([rows[-1]], headers="keys"), flush=True)
+    return rows
+
+
 def bench_offline(
     nets: list[str], archs: list[str], workers: int, max_ops: int, sample: int, limit: float
 ) -> list[dict]:
@@ -168,15 +223,18 @@ def bench_offline(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m npusched.bench.flexer", description=__doc__)
-    modes = ["search", "ablation", "offline", "speed"]
+    modes = ["search", "ablation", "offline", "speed", "optimal"]
     ap.add_argument("mode", nargs="?", default="search", choices=modes)
     ap.add_argument("--networks", default="vgg16,resnet50")
     ap.add_argument("--archs", default=",".join(f"arch{i}" for i in range(1, 9)))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--max-ops", type=int, default=256)
     ap.add_argument("--sample", type=int, default=4, help="offline: layers per network × arch")
-    ap.add_argument("--time-limit", type=float, default=30.0, help="offline: seconds per layer")
+    ap.add_argument(
+        "--time-limit", type=float, default=30.0, help="offline, optimal: seconds per layer"
+    )
     ap.add_argument("--caps", default="256,0", help="speed: operation caps (0: no cap)")
+    ap.add_argument("--opt-ops", type=int, default=16, help="optimal: largest layer (ops)")
     ap.add_argument(
         "--limit", type=float, default=None, help="speed: seconds per search (default: none)"
     )
@@ -189,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         rows: list[Any] = bench_search(nets, archs, args.workers, args.max_ops)
     elif args.mode == "ablation":
         rows = bench_ablation(nets, archs, args.workers, args.max_ops)
+    elif args.mode == "optimal":
+        rows = bench_optimal(nets, archs, args.workers, args.max_ops, args.opt_ops, args.time_limit)
     elif args.mode == "speed":
         caps = [int(c) for c in args.caps.split(",")]
         rows = bench_speed(nets[0], archs[0], args.workers, caps, args.limit)
