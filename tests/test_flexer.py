@@ -369,7 +369,9 @@ def test_time_limit_stops_with_the_best_so_far(capsys):
 def test_op_count_without_the_dfg():
     net = load_network("resnet50")
     s = Settings(n_npus=4, capacity=256 * 1024, bandwidth=32, max_ops=0)
-    for ly in [x for x in net.layers if supports(x)][::7]:
+    tiled = [x for x in net.layers if supports(x)]
+    assert tiled[-1].op == "fc"
+    for ly in [*tiled[::7], tiled[-1]]:
         for tiles in tiling_space(net, ly, s)[::5]:
             assert n_ops(net, ly, tiles) == _problem(net, ly, tiles, s).n_ops
 
@@ -412,3 +414,18 @@ def test_bench_speed_rows(tmp_path):
     assert 0 < row["ooo_evaluated"] <= row["tilings"]
     assert row["static_evaluated"] <= row["tilings"]
     assert isinstance(row["complete"], bool)
+
+
+def test_bench_optimal_rows_are_verified(tmp_path):
+    from npusched.bench.flexer import main as bench
+
+    out = tmp_path / "optimal.json"
+    argv = ["optimal", "--networks", "squeezenet", "--archs", "arch5", "--max-ops", "16",
+            "--opt-ops", "8", "--time-limit", "5", "--workers", "1",
+            "--json", str(out)]  # fmt: skip
+    assert bench(argv) == 0
+    rows = json.loads(out.read_text())
+    assert rows and all(r["ops"] <= 8 for r in rows)
+    for r in rows:
+        assert r["verified"] is True
+        assert r["bound"] <= r["cpsat_latency"]

@@ -29,6 +29,7 @@ import itertools
 import json
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from tabulate import tabulate
@@ -36,7 +37,16 @@ from tabulate import tabulate
 from npusched.arch import load_arch
 from npusched.heuristics.flexer import MEM_POLICIES, PRIORITIES
 from npusched.heuristics.flexer_cli import _arch_name, verify_choices
-from npusched.heuristics.flexer_search import _geometry, _problem, run, search_network
+from npusched.heuristics.flexer_search import (
+    LayerResult,
+    NetworkResult,
+    _geometry,
+    _problem,
+    run,
+    search_network,
+)
+from npusched.problem.flexer import TiledConv
+from npusched.workload.network import Network
 from npusched.workload.zoo import load_network
 
 
@@ -133,6 +143,25 @@ def bench_speed(
     return rows
 
 
+def _ooo_searches(
+    nets: list[str], archs: list[str], workers: int, max_ops: int
+) -> Iterator[tuple[str, str, Network, NetworkResult]]:
+    """The OoO search of every network × architecture: ``(network, arch, net, result)``."""
+    for name, a in itertools.product(nets, archs):
+        net = load_network(name)
+        res = search_network(
+            net, load_arch(_arch_name(a)), kinds=("ooo",), workers=workers, max_ops=max_ops
+        )
+        yield name, a, net, res
+
+
+def _chosen(net: Network, res: NetworkResult, r: LayerResult) -> TiledConv:
+    """The DFG of layer ``r`` at the tiling its OoO search chose."""
+    assert r.ooo is not None
+    layer = next(ly for ly in net.layers if ly.name == r.name)
+    return _problem(net, layer, r.ooo.tiles, res.settings)
+
+
 def bench_optimal(
     nets: list[str], archs: list[str], workers: int, max_ops: int, opt_ops: int, limit: float
 ) -> list[dict]:
@@ -140,11 +169,7 @@ def bench_optimal(
     from npusched.verify.flexer import verify_flexer
 
     rows = []
-    for name, a in itertools.product(nets, archs):
-        net = load_network(name)
-        res = search_network(
-            net, load_arch(_arch_name(a)), kinds=("ooo",), workers=workers, max_ops=max_ops
-        )
+    for name, a, net, res in _ooo_searches(nets, archs, workers, max_ops):
         layers = {ly.name: ly for ly in net.layers}
         seen: set[Any] = set()
         for r in res.layers:
@@ -152,7 +177,7 @@ def bench_optimal(
             if r.ooo is None or key in seen:
                 continue
             seen.add(key)
-            p = _problem(net, layers[r.name], r.ooo.tiles, res.settings)
+            p = _chosen(net, res, r)
             if p.n_ops > opt_ops:
                 continue
             st = res.settings
@@ -190,16 +215,11 @@ def bench_offline(
     from npusched.formulations.flexer_offline import offline_bound
 
     rows = []
-    for name, a in itertools.product(nets, archs):
-        net = load_network(name)
-        res = search_network(
-            net, load_arch(_arch_name(a)), kinds=("ooo",), workers=workers, max_ops=max_ops
-        )
-        layers = {ly.name: ly for ly in net.layers}
+    for name, a, net, res in _ooo_searches(nets, archs, workers, max_ops):
         picked = [r for r in res.layers if r.ooo][:: max(1, len(res.layers) // sample)][:sample]
         for r in picked:
             assert r.ooo is not None
-            p = _problem(net, layers[r.name], r.ooo.tiles, res.settings)
+            p = _chosen(net, res, r)
             sched = run(p, res.settings, "ooo", r.ooo.dataflow)
             t0 = time.perf_counter()
             ob = offline_bound(p, sched.order, res.settings.capacity, time_limit=limit)

@@ -44,7 +44,7 @@ from npusched.heuristics.flexer import (
     ooo_schedule,
     static_schedule,
 )
-from npusched.partition.grid import DIMS, layer_extents
+from npusched.partition.grid import DIMS, Tiling, layer_extents
 from npusched.problem.flexer import FlexerSchedule, TiledConv, supports, tiled_conv
 from npusched.tiling.search import map_layers
 from npusched.workload.layers import Layer
@@ -162,10 +162,8 @@ def tiling_space(net: Network, layer: Layer, s: Settings) -> list[tuple[int, int
 def n_ops(net: Network, layer: Layer, tiles: tuple[int, int, int, int]) -> int:
     """Operations of a tiling, without building its DFG."""
     ext = layer_extents(layer, net.in_shapes(layer), net.shapes[layer.name])
-    out = 1
-    for t, e in zip(tiles, ext, strict=True):
-        out *= -(-e // min(t, e))
-    return out
+    clipped = tuple(min(t, e) for t, e in zip(tiles, ext, strict=True))
+    return Tiling.regular(ext, clipped).size  # type: ignore[arg-type]
 
 
 def _problem(net: Network, layer: Layer, tiles: tuple[int, ...], s: Settings) -> TiledConv:

@@ -630,26 +630,24 @@ def map_layers(
     heaviest items (``weights``) are submitted first; results keep ``items``' order. With
     ``progress`` (a label), a bar of finished items is shown on stderr when it is a terminal."""
     off = None if progress else True  # tqdm: None hides the bar when stderr is not a terminal
-    bar = tqdm(total=len(items), desc=progress, unit="layer", file=sys.stderr, disable=off)
-    if executor is None and (workers == 1 or len(items) <= 1):
-        out = []
-        for it in items:
-            out.append(fn(*it))
-            bar.update()
-        bar.close()
-        return out
-    order = sorted(range(len(items)), key=lambda k: -(weights[k] if weights else 0))
-    own = executor is None
-    ex = executor or ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1)
-    try:
-        futs = {k: ex.submit(fn, *items[k]) for k in order}
-        for _ in as_completed(futs.values()):
-            bar.update()
-        return [futs[k].result() for k in range(len(items))]
-    finally:
-        bar.close()
-        if own:
-            ex.shutdown()
+    with tqdm(total=len(items), desc=progress, unit="layer", file=sys.stderr, disable=off) as bar:
+        if executor is None and (workers == 1 or len(items) <= 1):
+            out = []
+            for it in items:
+                out.append(fn(*it))
+                bar.update()
+            return out
+        order = sorted(range(len(items)), key=lambda k: -(weights[k] if weights else 0))
+        own = executor is None
+        ex = executor or ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1)
+        try:
+            futs = {k: ex.submit(fn, *items[k]) for k in order}
+            for _ in as_completed(futs.values()):
+                bar.update()
+            return [futs[k].result() for k in range(len(items))]
+        finally:
+            if own:
+                ex.shutdown()
 
 
 def search_network(
