@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npusched.cli import main
+from npusched.costmodel import compute_cycles
 from npusched.heuristics import flexer
 from npusched.heuristics.flexer import (
     DATAFLOWS,
@@ -83,6 +84,48 @@ def test_tiled_conv_counts_and_sizes_by_hand():
         assert p.data_type[[i, w, t]].tolist() == [IN, WT, OT]
     assert p.pred(1) == 0 and p.pred(0) is None and p.last_in_chain(1)
     assert p.uses[p.data_type == OT].tolist() == [2] * 4
+
+
+@given(
+    st.sampled_from([1, 3]),
+    st.sampled_from([16, 48, 80]),
+    st.tuples(
+        st.sampled_from([32, 64]), st.integers(1, 9), st.integers(1, 9), st.sampled_from([32, 64])
+    ),
+    st.integers(0, 100),
+)
+@settings(max_examples=25, deadline=None)
+def test_latency_is_the_cost_model_plus_fill_and_drain(kernel, c, tiles, fill):
+    """Every operation takes the cost model's cycles of its own tile shape plus ``fill_drain``."""
+    net = small_net(c=c, k=80, hw=13, kernel=kernel)
+    p = tiled_conv(net, net.layers[0], tiles, UNROLL, fill_drain=fill)
+    nk, ny, nx, nc = p.counts
+    k, y, x, cc = np.unravel_index(np.arange(p.n_ops), (nk, ny, nx, nc))
+    tk, ty, tx, tc = p.tiles
+    for o in range(p.n_ops):
+        shape = {
+            "K": min(tk, 80 - k[o] * tk),
+            "OY": min(ty, 13 - y[o] * ty),
+            "OX": min(tx, 13 - x[o] * tx),
+            "C": min(tc, c - cc[o] * tc),
+            "FY": kernel,
+            "FX": kernel,
+        }
+        assert p.latency[o] == compute_cycles(shape, UNROLL) + fill
+    with pytest.raises(ValueError, match="fill_drain"):
+        tiled_conv(net, net.layers[0], tiles, UNROLL, fill_drain=-1)
+
+
+def test_settings_fill_drain_defaults_to_rows_plus_columns():
+    s = Settings(n_npus=2, capacity=1024, bandwidth=8)
+    assert s.op_overhead == 64
+    assert Settings(n_npus=2, capacity=1024, bandwidth=8, fill_drain=0).op_overhead == 0
+    net = small_net()
+    p0 = _problem(net, net.layers[0], (32, 8, 8, 32), Settings(2, 1024, 8, fill_drain=0))
+    p = _problem(net, net.layers[0], (32, 8, 8, 32), s)
+    assert (p.latency - p0.latency == 64).all()
+    with pytest.raises(ValueError, match="fill_drain"):
+        Settings(n_npus=2, capacity=1024, bandwidth=8, fill_drain=-5)
 
 
 def test_only_dense_conv_and_fc():
@@ -352,7 +395,7 @@ def test_time_limit_stops_with_the_best_so_far(capsys):
     """A search cut by its time limit says so, and what it returns is still verified."""
     rc = main(
         ["flexer", "--network", "resnet50", "--arch", "arch5", "--layers", "layer1.0.conv3",
-         "--max-ops", "0", "--time-limit", "2", "--workers", "1", "--json"]
+         "--max-ops", "0", "--fill-drain", "0", "--time-limit", "2", "--workers", "1", "--json"]
     )  # fmt: skip
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
@@ -361,7 +404,7 @@ def test_time_limit_stops_with_the_best_so_far(capsys):
     assert out["layers"][0]["ooo_evaluated"] < out["layers"][0]["tilings"]
     rc = main(
         ["flexer", "--network", "resnet50", "--arch", "arch5", "--layers", "layer1.0.conv3",
-         "--max-ops", "0", "--time-limit", "2", "--workers", "1"]
+         "--max-ops", "0", "--fill-drain", "0", "--time-limit", "2", "--workers", "1"]
     )  # fmt: skip
     assert rc == 0 and "not a complete search" in capsys.readouterr().out
 
@@ -384,6 +427,7 @@ def test_op_count_without_the_dfg():
         (["--arch", "arch1", "--layers", "nope"], "no layer nope"),
         (["--arch", "arch1", "--max-ops", "-1"], "--max-ops"),
         (["--arch", "arch1", "--time-limit", "0"], "--time-limit"),
+        (["--arch", "arch1", "--fill-drain", "-1"], "--fill-drain"),
     ],
 )
 def test_cli_errors_exit_2(argv, msg, capsys):

@@ -42,10 +42,12 @@ print(s)"""),
     md(r"""## 1. The DFG of a tiled convolution
 VGG16's conv4_2 has 512 → 512 channels on 28 × 28 pixels. With 64-channel tiles and 14 × 14
 pixels there are $8 \cdot 2 \cdot 2 \cdot 8 = 256$ operations. Each one reads an input tile (halo
-included), a weight tile and, for $c > 0$, the partial sum of its chain."""),
+included), a weight tile and, for $c > 0$, the partial sum of its chain. Its latency is the cost
+model's steps on the 32 × 32 array plus 64 cycles to fill and drain the array
+(`Settings.fill_drain`)."""),
     code("""net = load_network("vgg16")
 layer = net.layer("conv4_2")
-p = tiled_conv(net, layer, (64, 14, 14, 64), dict(s.unroll), s.elem_bytes)
+p = tiled_conv(net, layer, (64, 14, 14, 64), dict(s.unroll), s.elem_bytes, fill_drain=s.op_overhead)
 print("tiles per dim (K, OY, OX, C):", p.counts, " operations:", p.n_ops, " data tiles:", p.n_data)
 print("one operation needs", p.footprint(0) // 1024, "KiB on chip;",
       "latency", int(p.latency[0]), "cycles")
@@ -168,7 +170,7 @@ from npusched.workload.network import Network
 
 conv = Layer("conv", "conv", (INPUT,), out_channels=64, kernel=(3, 3), pad=(1, 1, 1, 1))
 tiny = Network("tiny", (64, 8, 8), (conv,))
-q = tiled_conv(tiny, conv, (32, 8, 4, 32), {"K": 32, "C": 32})
+q = tiled_conv(tiny, conv, (32, 8, 4, 32), {"K": 32, "C": 32}, fill_drain=64)
 cap = int(q.data_bytes.sum())  # every tile fits at once
 heur = ooo_schedule(q, 2, cap, 8)
 best_q = schedule_exact(q, 2, cap, 8, time_limit=30, hint=heur)

@@ -42,6 +42,7 @@ from npusched.heuristics.flexer_search import (
     NetworkResult,
     _geometry,
     _problem,
+    n_ops,
     run,
     search_network,
 )
@@ -49,16 +50,19 @@ from npusched.problem.flexer import TiledConv
 from npusched.workload.network import Network
 from npusched.workload.zoo import load_network
 
+#: Settings options every mode passes to the search (``max_ops``, ``fill_drain``)
+Options = dict[str, Any]
+
 
 def _ratio(a: float, b: float) -> float:
     return a / b if b else float("nan")
 
 
-def bench_search(nets: list[str], archs: list[str], workers: int, max_ops: int) -> list[dict]:
+def bench_search(nets: list[str], archs: list[str], workers: int, opts: Options) -> list[dict]:
     rows = []
     for name, a in itertools.product(nets, archs):
         net = load_network(name)
-        res = search_network(net, load_arch(_arch_name(a)), workers=workers, max_ops=max_ops)
+        res = search_network(net, load_arch(_arch_name(a)), workers=workers, **opts)
         checked = verify_choices(net, res)
         per = [(r.ooo, r.static) for r in res.layers if r.ooo and r.static]
         tot = res.totals()
@@ -83,7 +87,7 @@ def bench_search(nets: list[str], archs: list[str], workers: int, max_ops: int) 
     return rows
 
 
-def bench_ablation(nets: list[str], archs: list[str], workers: int, max_ops: int) -> list[dict]:
+def bench_ablation(nets: list[str], archs: list[str], workers: int, opts: Options) -> list[dict]:
     rows = []
     for name, a in itertools.product(nets, archs):
         net = load_network(name)
@@ -96,9 +100,9 @@ def bench_ablation(nets: list[str], archs: list[str], workers: int, max_ops: int
                 load_arch(_arch_name(a)),
                 kinds=("ooo",),
                 workers=workers,
-                max_ops=max_ops,
                 priority=prio,
                 mem_policy=pol,
+                **opts,
             )
             lat = sum(r.ooo.latency for r in res.layers if r.ooo)
             nbytes = sum(r.ooo.transfer_bytes for r in res.layers if r.ooo)
@@ -111,13 +115,17 @@ def bench_ablation(nets: list[str], archs: list[str], workers: int, max_ops: int
 
 
 def bench_speed(
-    net_name: str, arch: str, workers: int, caps: list[int], limit: float | None
+    net_name: str, arch: str, workers: int, caps: list[int], limit: float | None, opts: Options
 ) -> list[dict]:
     rows = []
     net = load_network(net_name)
     for cap in caps:
         res = search_network(
-            net, load_arch(_arch_name(arch)), workers=workers, max_ops=cap, time_limit=limit
+            net,
+            load_arch(_arch_name(arch)),
+            workers=workers,
+            time_limit=limit,
+            **{**opts, "max_ops": cap},
         )
         layers = {ly.name: ly for ly in net.layers}
         reps = list({_geometry(net, layers[r.name]): r for r in res.layers}.values())
@@ -131,6 +139,12 @@ def bench_speed(
                 "ooo_evaluated": sum(r.ooo_evaluated for r in reps),
                 "static_evaluated": sum(r.static_evaluated for r in reps),
                 "complete": res.complete,
+                "largest_chosen_ops": max(
+                    n_ops(net, layers[r.name], ch.tiles)
+                    for r in reps
+                    for ch in (r.ooo, r.static)
+                    if ch is not None
+                ),
                 "search_s": round(res.search_seconds, 1),
                 "workers": workers,
                 "slowest": [
@@ -144,14 +158,12 @@ def bench_speed(
 
 
 def _ooo_searches(
-    nets: list[str], archs: list[str], workers: int, max_ops: int
+    nets: list[str], archs: list[str], workers: int, opts: Options
 ) -> Iterator[tuple[str, str, Network, NetworkResult]]:
     """The OoO search of every network × architecture: ``(network, arch, net, result)``."""
     for name, a in itertools.product(nets, archs):
         net = load_network(name)
-        res = search_network(
-            net, load_arch(_arch_name(a)), kinds=("ooo",), workers=workers, max_ops=max_ops
-        )
+        res = search_network(net, load_arch(_arch_name(a)), kinds=("ooo",), workers=workers, **opts)
         yield name, a, net, res
 
 
@@ -163,13 +175,13 @@ def _chosen(net: Network, res: NetworkResult, r: LayerResult) -> TiledConv:
 
 
 def bench_optimal(
-    nets: list[str], archs: list[str], workers: int, max_ops: int, opt_ops: int, limit: float
+    nets: list[str], archs: list[str], workers: int, opts: Options, opt_ops: int, limit: float
 ) -> list[dict]:
     from npusched.formulations.flexer_schedule import schedule_exact
     from npusched.verify.flexer import verify_flexer
 
     rows = []
-    for name, a, net, res in _ooo_searches(nets, archs, workers, max_ops):
+    for name, a, net, res in _ooo_searches(nets, archs, workers, opts):
         layers = {ly.name: ly for ly in net.layers}
         seen: set[Any] = set()
         for r in res.layers:
@@ -210,12 +222,12 @@ def bench_optimal(
 
 
 def bench_offline(
-    nets: list[str], archs: list[str], workers: int, max_ops: int, sample: int, limit: float
+    nets: list[str], archs: list[str], workers: int, opts: Options, sample: int, limit: float
 ) -> list[dict]:
     from npusched.formulations.flexer_offline import offline_bound
 
     rows = []
-    for name, a, net, res in _ooo_searches(nets, archs, workers, max_ops):
+    for name, a, net, res in _ooo_searches(nets, archs, workers, opts):
         picked = [r for r in res.layers if r.ooo][:: max(1, len(res.layers) // sample)][:sample]
         for r in picked:
             assert r.ooo is not None
@@ -248,7 +260,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--networks", default="vgg16,resnet50")
     ap.add_argument("--archs", default=",".join(f"arch{i}" for i in range(1, 9)))
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--max-ops", type=int, default=256)
+    ap.add_argument("--max-ops", type=int, default=256, help="operations per tiling (0: all)")
+    ap.add_argument(
+        "--fill-drain",
+        type=int,
+        default=None,
+        help="cycles per operation for the array's fill and drain (default: rows + columns)",
+    )
     ap.add_argument("--sample", type=int, default=4, help="offline: layers per network × arch")
     ap.add_argument(
         "--time-limit", type=float, default=30.0, help="offline, optimal: seconds per layer"
@@ -262,18 +280,19 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     nets = [x.strip() for x in args.networks.split(",")]
     archs = [x.strip() for x in args.archs.split(",")]
+    opts: Options = {"max_ops": args.max_ops, "fill_drain": args.fill_drain}
     t0 = time.perf_counter()
     if args.mode == "search":
-        rows: list[Any] = bench_search(nets, archs, args.workers, args.max_ops)
+        rows: list[Any] = bench_search(nets, archs, args.workers, opts)
     elif args.mode == "ablation":
-        rows = bench_ablation(nets, archs, args.workers, args.max_ops)
+        rows = bench_ablation(nets, archs, args.workers, opts)
     elif args.mode == "optimal":
-        rows = bench_optimal(nets, archs, args.workers, args.max_ops, args.opt_ops, args.time_limit)
+        rows = bench_optimal(nets, archs, args.workers, opts, args.opt_ops, args.time_limit)
     elif args.mode == "speed":
         caps = [int(c) for c in args.caps.split(",")]
-        rows = bench_speed(nets[0], archs[0], args.workers, caps, args.limit)
+        rows = bench_speed(nets[0], archs[0], args.workers, caps, args.limit, opts)
     else:
-        rows = bench_offline(nets, archs, args.workers, args.max_ops, args.sample, args.time_limit)
+        rows = bench_offline(nets, archs, args.workers, opts, args.sample, args.time_limit)
     print(f"\n{args.mode}: {len(rows)} rows in {time.perf_counter() - t0:.1f} s")
     if rows:
         print(tabulate(rows, headers="keys"))

@@ -6,7 +6,8 @@ against the best static loop order.
     npusched flexer --network NAME|FILE --arch arch1..arch8|NAME|FILE [--layers a,b]
                     [--priority default|min-transfer|min-spill]
                     [--mem-policy flexer|first-fit|small-spill] [--metric latency*bytes]
-                    [--max-ops N] [--prefetch] [--time-limit S] [--workers N]
+                    [--max-ops N] [--fill-drain CYCLES] [--prefetch] [--time-limit S]
+                    [--workers N]
                     [--no-verify] [--json]
 
 Each chosen schedule is rebuilt and checked by :func:`npusched.verify.flexer.verify_flexer`
@@ -50,6 +51,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=int,
         default=256,
         help="skip tilings with more operations (0: no cap; default 256)",
+    )
+    f.add_argument(
+        "--fill-drain",
+        type=int,
+        help="cycles each operation spends filling and draining the PE array "
+        "(default: rows + columns, 64 on a 32 x 32 array; 0: none)",
     )
     f.add_argument(
         "--prefetch",
@@ -112,6 +119,8 @@ def cmd_flexer(args: argparse.Namespace) -> int:
     arch = load_arch(_arch_name(args.arch))
     if args.max_ops < 0:
         raise ValueError("--max-ops must be >= 0")
+    if args.fill_drain is not None and args.fill_drain < 0:
+        raise ValueError(f"--fill-drain must be >= 0, got {args.fill_drain}")
     if args.time_limit is not None and not args.time_limit > 0:
         raise ValueError(f"--time-limit must be positive, got {args.time_limit:g}")
     layers = [x.strip() for x in args.layers.split(",")] if args.layers else None
@@ -124,6 +133,7 @@ def cmd_flexer(args: argparse.Namespace) -> int:
         mem_policy=args.mem_policy,
         metric=args.metric,
         max_ops=args.max_ops,
+        fill_drain=args.fill_drain,
         prefetch=args.prefetch,
         time_limit=args.time_limit,
         progress=not args.json,

@@ -19,8 +19,15 @@ through a ``concurrent.futures`` executor.
 The tiling space: output and input channel tiles ``32 · 2^i`` below the extent plus the extent
 (the NPU's 32 × 32 array), rows and columns ``2^i`` below the extent plus the extent; a tiling
 is viable when one operation's tiles fit in the buffer and it has at most ``max_ops``
-operations (the paper does not say how it bounds the space; the cap keeps pathological
-1 × 1-pixel tilings out and is reported).
+operations (default 256; ``0`` searches every viable tiling). The paper does not say how it
+bounds the space.
+
+Each operation also pays ``fill_drain`` cycles (default: rows + columns of the PE array, 64 on
+Flexer's 32 × 32 array, §5): a systolic array fills and drains its pipeline once per operation,
+which the cost model's temporal steps (:func:`~npusched.costmodel.compute_cycles`) leave out.
+The paper's latencies come from a cycle-accurate simulator (§5), which has this cost. Without
+it a tiling of 1 × 1-pixel tiles would cost the same NPU time as a coarse one, and no bound
+could set such tilings aside; with it, they are bounded out as on real hardware.
 """
 
 from __future__ import annotations
@@ -72,6 +79,12 @@ class Settings:
     max_ops: int = 256
     window: int | None = None
     prefetch: bool = False
+    fill_drain: int | None = None  # cycles per operation; None: rows + columns of the array
+
+    @property
+    def op_overhead(self) -> int:
+        """Fill and drain cycles of the array per operation (module notes)."""
+        return sum(u for _, u in self.unroll) if self.fill_drain is None else self.fill_drain
 
     def __post_init__(self) -> None:
         if self.priority not in PRIORITIES:
@@ -84,6 +97,8 @@ class Settings:
             raise ValueError(f"unknown metric {self.metric!r}; choose from {METRICS}")
         if self.n_npus < 1 or self.capacity < 1 or self.bandwidth <= 0:
             raise ValueError("NPUs, buffer and bandwidth must be positive")
+        if self.fill_drain is not None and self.fill_drain < 0:
+            raise ValueError(f"fill_drain must be >= 0, got {self.fill_drain}")
 
     @classmethod
     def from_arch(cls, arch: Arch, **options: Any) -> Settings:
@@ -167,7 +182,14 @@ def n_ops(net: Network, layer: Layer, tiles: tuple[int, int, int, int]) -> int:
 
 
 def _problem(net: Network, layer: Layer, tiles: tuple[int, ...], s: Settings) -> TiledConv:
-    return tiled_conv(net, layer, tiles, dict(s.unroll), s.elem_bytes)  # type: ignore[arg-type]
+    return tiled_conv(
+        net,
+        layer,
+        tiles,  # type: ignore[arg-type]
+        dict(s.unroll),
+        s.elem_bytes,
+        fill_drain=s.op_overhead,
+    )
 
 
 def lat_bound(p: TiledConv, s: Settings) -> float:
@@ -388,7 +410,7 @@ class NetworkResult:
             "arch": self.arch,
             "search_seconds": round(self.search_seconds, 3),
             "complete": self.complete,
-            "settings": asdict(self.settings),
+            "settings": {**asdict(self.settings), "fill_drain": self.settings.op_overhead},
             "distinct_layers": self.distinct,
             "skipped": self.skipped,
             "layers": rows,

@@ -151,10 +151,14 @@ def tiled_conv(
     unroll: dict[str, int],
     elem_bytes: float = 1.0,
     psum_bytes: int = 4,
+    fill_drain: int = 0,
 ) -> TiledConv:
     """Flexer's DFG of ``layer`` for tile sizes ``(t_oc, t_oh, t_ow, t_ic)`` (Fig. 3a), clipped
     to the layer. Input tiles include the halo of the receptive field; fc layers read their
     flattened input in ``t_ic`` slices.
+
+    An operation takes the cost model's cycles (:func:`~npusched.costmodel.compute_cycles`)
+    plus ``fill_drain`` cycles: the array's pipeline fills and drains once per operation.
 
     Raises
     ------
@@ -165,6 +169,8 @@ def tiled_conv(
         raise ValueError(f"{layer.name}: Flexer tiles dense conv and fc layers, not {layer.op}")
     if min(tiles) < 1:
         raise ValueError(f"{layer.name}: tile sizes must be positive, got {tiles}")
+    if fill_drain < 0:
+        raise ValueError(f"{layer.name}: fill_drain must be >= 0, got {fill_drain}")
     in_shape = net.in_shapes(layer)[0]
     ext = layer_extents(layer, [in_shape], net.shapes[layer.name])
     clipped = tuple(min(t, e) for t, e in zip(tiles, ext, strict=True))
@@ -196,13 +202,16 @@ def tiled_conv(
     op_in = (c * ny + y) * nx + x
     op_wt = n_in + k * nc + c
     op_ot = n_in + n_wt + (k * ny + y) * nx + x
-    shapes: dict[tuple[int, ...], int] = {}
-    lat = np.empty(k.size, np.int64)
-    for o, key in enumerate(zip(lk[k], ly[y], lx[x], lc[c], strict=True)):
-        if key not in shapes:
-            loops = {"K": int(key[0]), "C": int(key[3]), "OY": int(key[1]), "OX": int(key[2])}
-            shapes[key] = compute_cycles({**loops, "FY": r, "FX": s}, unroll)
-        lat[o] = shapes[key]
+    # each axis has at most two tile lengths: the cost model runs once per distinct shape
+    (uk, ik), (uy, iy), (ux, ix), (uc, ic) = (
+        np.unique(lengths, return_inverse=True) for lengths in (lk, ly, lx, lc)
+    )
+    table = np.empty((uk.size, uy.size, ux.size, uc.size), np.int64)
+    for idx in np.ndindex(table.shape):
+        a, b, d, e = (int(u[i]) for u, i in zip((uk, uy, ux, uc), idx, strict=True))
+        loops = {"K": a, "C": e, "OY": b, "OX": d, "FY": r, "FX": s}
+        table[idx] = compute_cycles(loops, unroll) + fill_drain
+    lat = table[ik[k], iy[y], ix[x], ic[c]]
     return TiledConv(
         name=layer.name,
         counts=(nk, ny, nx, nc),
