@@ -458,6 +458,7 @@ def test_bench_speed_rows(tmp_path):
     assert 0 < row["ooo_evaluated"] <= row["tilings"]
     assert row["static_evaluated"] <= row["tilings"]
     assert isinstance(row["complete"], bool)
+    assert 1 <= row["largest_chosen_ops"] <= 8  # the cap holds for every chosen tiling
 
 
 def test_bench_optimal_rows_are_verified(tmp_path):
