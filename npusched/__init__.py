@@ -2,8 +2,8 @@
 
 from npusched.heuristics import asap_alap, list_schedule
 from npusched.io import InputError, load_instance, read_instance, read_stg, write_instance
+from npusched.methods import METHODS, solve
 from npusched.problem import Accelerator, Core, Reference, Schedule, SchedulingInstance, UopGraph
-from npusched.solve import METHODS, solve
 from npusched.solvers import Result, Status, TracePoint
 from npusched.verify import VerificationError, verify
 

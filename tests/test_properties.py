@@ -4,7 +4,7 @@ from conftest import brute_force_makespan, random_instances
 from hypothesis import HealthCheck, given, settings
 
 from npusched import Status, list_schedule, solve, verify
-from npusched.solve import LINEAR_BACKENDS
+from npusched.solvers.dispatch import LINEAR_BACKENDS
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

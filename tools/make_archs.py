@@ -361,7 +361,7 @@ def stream_hetero() -> Arch:
             "noc/bandwidth_bytes_per_cycle = 4: the export's 32 bit/cycle links; the paper's "
             "Sec. V exploration uses a 128 bit/cc bus instead",
             "no mesh: the pooling and SIMD cores sit outside the 2x2 mesh of tpu_like cores, "
-            "so to_accelerator() gives an accelerator without mesh",
+            "so Accelerator.from_arch() gives an accelerator without mesh",
         ),
     )
 

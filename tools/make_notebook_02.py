@@ -19,7 +19,7 @@ unsolvable, here with NoC transfer delays."""),
 import matplotlib.pyplot as plt
 from npusched import solve, verify
 from npusched.verify import verify_routed
-from npusched.problem.noc import Mesh
+from npusched.problem.scheduling.noc import Mesh
 from npusched.problem.placement import PlacementInstance
 from npusched.plot import link_traffic, mesh_heatmap"""),
     md(r"""## The mesh
@@ -117,7 +117,7 @@ $\tau$ of length $\lambda \cdot \text{hops} + \lceil b / B \rceil$ that holds ev
 XY route, and each link carries one transfer at a time:
 $\text{NoOverlap}(\{\tau : \ell \in \text{route}(\tau)\})$ for every link $\ell$. Its optimum
 can only be later than the delay model's."""),
-    code("""from npusched.problem.routed import RoutedInstance
+    code("""from npusched.problem.scheduling.routed import RoutedInstance
 routed = RoutedInstance.from_mesh(noc)
 rc = solve(routed, "joint", time_limit=10, threads=2)
 rep = verify_routed(routed, rc.solution).raise_if_failed()

@@ -18,8 +18,8 @@ per candidate — and checks the choice with an exact CP-SAT model."""),
 import matplotlib.pyplot as plt
 from npusched.arch import load_arch
 from npusched.workload.zoo import load_network
-from npusched.tiling.search import search_network
-from npusched.tiling.tso import evaluate
+from npusched.heuristics.tiling.search import search_network
+from npusched.problem.tiling import evaluate
 from npusched.plot import roofline, time_breakdown
 arch = load_arch("tso-nmp-16")"""),
     md(r"""## One network, layer by layer"""),
@@ -79,7 +79,7 @@ plt.show()"""),
 For each layer a CP-SAT model with integer tile sizes (ceil through division constraints, products
 through multiplication equalities, the burst counts of Algorithm 4) minimises the same estimated
 time; warm-started from the search's choice, it proves the optimum."""),
-    code("""from npusched.formulations.tiling_exact import solve_layer_exact
+    code("""from npusched.formulations.tiling.exact import solve_layer_exact
 for c in lenet.layers:
     layer = load_network("lenet").layer(c.name)
     net = load_network("lenet")

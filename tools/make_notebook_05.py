@@ -26,13 +26,13 @@ This notebook covers:
 import numpy as np
 
 from npusched.arch import load_arch
-from npusched.formulations.flexer_offline import offline_bound
-from npusched.formulations.flexer_spill import solve_spill_exact
-from npusched.heuristics.flexer import NoFit, ooo_schedule, static_schedule
-from npusched.heuristics.flexer_search import STATIC_DATAFLOWS, Settings, search_network
-from npusched.heuristics.flexer_spill import flexer_victims, spill_key
+from npusched.formulations.flexer.offline import offline_bound
+from npusched.formulations.flexer.spill import solve_spill_exact
+from npusched.heuristics.flexer.ooo import NoFit, ooo_schedule, static_schedule
+from npusched.heuristics.flexer.search import STATIC_DATAFLOWS, Settings, search_network
+from npusched.heuristics.flexer.spill import flexer_victims, spill_key
 from npusched.plot.flexer import memory_map, spatial_reuse, transfer_breakdown
-from npusched.problem.flexer import tiled_conv
+from npusched.partition.flexer import tiled_conv
 from npusched.verify.flexer import verify_flexer
 from npusched.workload.zoo import load_network
 
@@ -56,7 +56,7 @@ print("each tile moved once:", {k: v // 1024 for k, v in p.onchip_bytes().items(
 Given a memory map (segments in address order), Algorithm 2 looks for the contiguous run of blocks
 to spill. It minimises fragmentation first, then the disadvantage $\sum size \times$
 remaining uses, then the number of blocks. The exact model
-(`npusched.formulations.flexer_spill`) solves the same lexicographic problem with CP-SAT, over
+(`npusched.formulations.flexer.spill`) solves the same lexicographic problem with CP-SAT, over
 binaries $x_i$ (freed) and $s_i$ (run starts here), with contiguity
 $x_i \le x_{i-1} + s_i$. Algorithm 2 only tries the shortest run from each start. That loses
 nothing, because lengthening a run never lowers any of the three terms. So the two always agree on
@@ -123,7 +123,7 @@ plt.show()"""),
     md(r"""## 5. How far from the least possible traffic?
 Fix the OoO scheduler's order of operation sets and ask which tiles should stay on chip between
 their uses. The model keeps the capacity at every step and ignores addresses, and it minimises
-the transferred bytes. This is an interval knapsack (`npusched.formulations.flexer_offline`),
+the transferred bytes. This is an interval knapsack (`npusched.formulations.flexer.offline`),
 solved exactly by HiGHS. Its optimum bounds from below every schedule that issues the same sets,
 the heuristic included."""),
     code("""ob = offline_bound(p, ooo.order, s.capacity, time_limit=30)
@@ -158,13 +158,13 @@ ablation({"VGG16 conv5_1 / arch8": table}, default="default/flexer")
 plt.show()"""),
     md(r"""## 7. The best schedule of a small layer
 For a layer with few operations CP-SAT can find the least latency outright
-(`npusched.formulations.flexer_schedule`): operations as intervals on the NPUs (each NPU also
+(`npusched.formulations.flexer.schedule`): operations as intervals on the NPUs (each NPU also
 busy while it loads its operands), one load per input and weight tile and one write-back per
 output on the DRAM channel, and the tiles as rectangles of time × address in the buffer
 (`NoOverlap2D`). The model moves every tile once; when every tile fits in the buffer at once,
 no schedule that reloads can be faster, so its optimum is the optimum. Here a 64 → 64-channel
 3 × 3 layer on 8 × 8 pixels, cut into 8 operations, on 2 NPUs at 8 bytes per cycle."""),
-    code("""from npusched.formulations.flexer_schedule import schedule_exact
+    code("""from npusched.formulations.flexer.schedule import schedule_exact
 from npusched.workload.layers import INPUT, Layer
 from npusched.workload.network import Network
 

@@ -2,7 +2,8 @@
 
 One builder a network, each following a published layout layer by layer; the ``source`` of every
 file cites the paper and the layout, the published MAC and parameter figures that
-``tests/test_zoo.py`` checks, our own counts, and every deviation from the original. Re-running
+``tests/workload/test_zoo.py`` checks, our own counts, and every deviation from the original.
+Re-running
 writes the same bytes::
 
     .venv/bin/python tools/make_zoo.py            # all networks
@@ -16,7 +17,7 @@ Conventions shared by all networks (also stored in each file's ``source.conventi
 * BatchNorm is folded into the preceding convolution and is not a layer; such a convolution has
   no bias (as in torchvision and darknet). Parameter counts therefore exclude BatchNorm's
   2 trainable parameters (scale, shift) per channel; published figures that include them are
-  compared after adding them back (see ``tests/test_zoo.py``);
+  compared after adding them back (see ``tests/workload/test_zoo.py``);
 * MACs are those of conv and fc layers (``Layer.macs``): a multiply-accumulate per weight use,
   zero padding included, biases excluded.
 """

@@ -2,8 +2,11 @@
 
 >>> from npusched.arch import load_arch, list_archs
 >>> arch = load_arch("klotski-3x3")
->>> arch.to_accelerator().m
+>>> len(arch.cores)
 9
+
+:meth:`npusched.problem.Accelerator.from_arch` turns an :class:`Arch` into the scheduling spine's
+accelerator.
 """
 
 from npusched.arch.model import (
@@ -17,6 +20,7 @@ from npusched.arch.model import (
     Source,
     arch_from_dict,
     arch_to_dict,
+    flexer_arch_name,
     list_archs,
     load_arch,
     read_arch,
@@ -35,6 +39,7 @@ __all__ = [
     "Source",
     "arch_from_dict",
     "arch_to_dict",
+    "flexer_arch_name",
     "list_archs",
     "load_arch",
     "read_arch",

@@ -1,10 +1,12 @@
 """Accelerator architectures as data: cores (PE unrolling, memories), mesh, NoC, shared buffer,
 DRAM.
 
-An :class:`Arch` is the hardware description a paper gives; :meth:`Arch.to_accelerator` turns it
+An :class:`Arch` is the hardware description a paper gives; :meth:`Accelerator.from_arch
+<npusched.problem.Accelerator.from_arch>` turns it
 into the scheduling spine's :class:`~npusched.problem.Accelerator` (core ids, mesh coordinates, hop
 latency, link bandwidth). Files are JSON in the ``npusched/arch/v1`` format
-(``npusched/io/schema/arch.schema.json``); the shipped ones are in ``npusched/arch/data/``, written
+(``npusched/common/schema/arch.schema.json``); the shipped ones are in ``npusched/arch/data/``,
+written
 by ``tools/make_archs.py``.
 
 Units: bytes, bytes per accelerator cycle, hertz, nanoseconds; ``KB``/``MB`` in the papers are read
@@ -19,9 +21,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from npusched.io.atomic import read_json, validate, write_json
-from npusched.io.errors import InputError
-from npusched.problem.accelerator import Accelerator, Core
+from npusched.common.errors import InputError
+from npusched.common.jsonio import read_json, validate, write_json
 
 FORMAT = "npusched/arch/v1"
 SCHEMA = "arch.schema.json"
@@ -282,30 +283,6 @@ class Arch:
             raise ValueError(f"{self.name}: the architecture has no DRAM specification")
         return self.dram
 
-    def to_accelerator(self, comm_delays: bool = True) -> Accelerator:
-        """The scheduling spine's :class:`~npusched.problem.Accelerator`.
-
-        Core ids, names and (on a mesh) coordinates are kept; every core has speed 1 (per-core
-        latencies come from :mod:`npusched.costmodel` with the core's ``pe_unroll``). On a mesh
-        with ``comm_delays`` the NoC's hop latency and link bandwidth become the accelerator's, so
-        :meth:`~npusched.problem.Accelerator.comm_delay` equals
-        :func:`npusched.costmodel.noc_cycles`; without a mesh they are dropped (the spine models
-        delays on meshes only).
-        """
-        cores = tuple(
-            Core(c.id, c.name, coord=c.coord if self.mesh is not None else None) for c in self.cores
-        )
-        if self.mesh is None:
-            return Accelerator(cores)
-        if not comm_delays:
-            return Accelerator(cores, self.mesh)
-        return Accelerator(
-            cores,
-            self.mesh,
-            hop_latency=self.noc.hop_latency_cycles or 0,
-            link_bandwidth=self.noc.bandwidth_bytes_per_cycle,
-        )
-
 
 # --- JSON -------------------------------------------------------------------------------------
 
@@ -450,6 +427,11 @@ def list_archs() -> list[str]:
     """Names of the shipped architectures (``npusched/arch/data/*.json``)."""
     data = resources.files("npusched.arch").joinpath("data")
     return sorted(p.name[: -len(".json")] for p in data.iterdir() if p.name.endswith(".json"))
+
+
+def flexer_arch_name(name: str) -> str:
+    """``arch5`` → ``flexer-arch5`` (Flexer's Table 1 names); anything else as given."""
+    return f"flexer-{name}" if name.startswith("arch") and name[4:].isdigit() else name
 
 
 def load_arch(name_or_path: str | Path) -> Arch:

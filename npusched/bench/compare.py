@@ -50,8 +50,8 @@ class Job:
 def run_job(job: Job) -> dict[str, Any]:
     """Solve one job and return its table row; every schedule is verified here."""
     from npusched.io import load_instance, write_solution
+    from npusched.methods import solve
     from npusched.problem.placement import PlacementInstance
-    from npusched.solve import solve
     from npusched.verify import check
 
     inst = load_instance(job.path, job.cores)

@@ -1,7 +1,7 @@
 """Flexer's evaluation (§5) in one script: ``python -m npusched.bench.flexer``.
 
 - ``search`` (default): for each network × architecture, the OoO and static searches of every
-  dense conv and fc layer (:func:`~npusched.heuristics.flexer_search.search_network`); prints
+  dense conv and fc layer (:func:`~npusched.heuristics.flexer.search.search_network`); prints
   the end-to-end speed-up and transfer reduction (Fig. 8), the largest per-layer ones (Fig. 9)
   and the wall-clock search time on ``--workers`` processes (the §3 runtime claim).
 - ``ablation``: Table 2's priorities × memory policies on the OoO search, the end-to-end
@@ -13,11 +13,11 @@
   for ResNet-50 on a 4-NPU system; our goal is 10 minutes on 2 cores).
 - ``optimal``: for the layers whose best OoO tiling has at most ``--opt-ops`` operations, the
   OoO latency against CP-SAT's least latency for that tiling
-  (:func:`~npusched.formulations.flexer_schedule.schedule_exact`, started from the OoO
+  (:func:`~npusched.formulations.flexer.schedule.schedule_exact`, started from the OoO
   schedule), with its proven bound; exact over all schedules where every tile fits at once.
 - ``offline``: for the best OoO schedule of sampled layers, its transferred bytes against the
   offline lower bound for the same operation order
-  (:func:`~npusched.formulations.flexer_offline.offline_bound`); gap in %.
+  (:func:`~npusched.formulations.flexer.offline.offline_bound`); gap in %.
 
 ``--json FILE`` writes every row. Ratios are computed within one run.
 """
@@ -34,17 +34,17 @@ from typing import Any
 
 from tabulate import tabulate
 
-from npusched.arch import load_arch
-from npusched.heuristics.flexer import MEM_POLICIES, PRIORITIES
-from npusched.heuristics.flexer_cli import _arch_name, verify_choices
-from npusched.heuristics.flexer_search import (
+from npusched.arch import flexer_arch_name, load_arch
+from npusched.heuristics.flexer.ooo import MEM_POLICIES, PRIORITIES
+from npusched.heuristics.flexer.search import (
     LayerResult,
     NetworkResult,
-    _geometry,
-    _problem,
+    layer_geometry,
+    layer_problem,
     n_ops,
     run,
     search_network,
+    verify_choices,
 )
 from npusched.problem.flexer import TiledConv
 from npusched.workload.network import Network
@@ -62,7 +62,7 @@ def bench_search(nets: list[str], archs: list[str], workers: int, opts: Options)
     rows = []
     for name, a in itertools.product(nets, archs):
         net = load_network(name)
-        res = search_network(net, load_arch(_arch_name(a)), workers=workers, **opts)
+        res = search_network(net, load_arch(flexer_arch_name(a)), workers=workers, **opts)
         checked = verify_choices(net, res)
         per = [(r.ooo, r.static) for r in res.layers if r.ooo and r.static]
         tot = res.totals()
@@ -97,7 +97,7 @@ def bench_ablation(nets: list[str], archs: list[str], workers: int, opts: Option
                 continue  # Fig. 12 varies one at a time
             res = search_network(
                 net,
-                load_arch(_arch_name(a)),
+                load_arch(flexer_arch_name(a)),
                 kinds=("ooo",),
                 workers=workers,
                 priority=prio,
@@ -122,13 +122,13 @@ def bench_speed(
     for cap in caps:
         res = search_network(
             net,
-            load_arch(_arch_name(arch)),
+            load_arch(flexer_arch_name(arch)),
             workers=workers,
             time_limit=limit,
             **{**opts, "max_ops": cap},
         )
         layers = {ly.name: ly for ly in net.layers}
-        reps = list({_geometry(net, layers[r.name]): r for r in res.layers}.values())
+        reps = list({layer_geometry(net, layers[r.name]): r for r in res.layers}.values())
         rows.append(
             {
                 "network": net_name,
@@ -163,7 +163,9 @@ def _ooo_searches(
     """The OoO search of every network × architecture: ``(network, arch, net, result)``."""
     for name, a in itertools.product(nets, archs):
         net = load_network(name)
-        res = search_network(net, load_arch(_arch_name(a)), kinds=("ooo",), workers=workers, **opts)
+        res = search_network(
+            net, load_arch(flexer_arch_name(a)), kinds=("ooo",), workers=workers, **opts
+        )
         yield name, a, net, res
 
 
@@ -171,13 +173,13 @@ def _chosen(net: Network, res: NetworkResult, r: LayerResult) -> TiledConv:
     """The DFG of layer ``r`` at the tiling its OoO search chose."""
     assert r.ooo is not None
     layer = next(ly for ly in net.layers if ly.name == r.name)
-    return _problem(net, layer, r.ooo.tiles, res.settings)
+    return layer_problem(net, layer, r.ooo.tiles, res.settings)
 
 
 def bench_optimal(
     nets: list[str], archs: list[str], workers: int, opts: Options, opt_ops: int, limit: float
 ) -> list[dict]:
-    from npusched.formulations.flexer_schedule import schedule_exact
+    from npusched.formulations.flexer.schedule import schedule_exact
     from npusched.verify.flexer import verify_flexer
 
     rows = []
@@ -185,7 +187,7 @@ def bench_optimal(
         layers = {ly.name: ly for ly in net.layers}
         seen: set[Any] = set()
         for r in res.layers:
-            key = _geometry(net, layers[r.name])
+            key = layer_geometry(net, layers[r.name])
             if r.ooo is None or key in seen:
                 continue
             seen.add(key)
@@ -224,7 +226,7 @@ def bench_optimal(
 def bench_offline(
     nets: list[str], archs: list[str], workers: int, opts: Options, sample: int, limit: float
 ) -> list[dict]:
-    from npusched.formulations.flexer_offline import offline_bound
+    from npusched.formulations.flexer.offline import offline_bound
 
     rows = []
     for name, a, net, res in _ooo_searches(nets, archs, workers, opts):

@@ -3,10 +3,10 @@
 
 For each layer and tiling (``net:layer:t_oc,t_oh,t_ow,t_ic``) and each NPU count ``n``, the order
 is the operations in index order (``C`` innermost) cut into consecutive sets of ``n``
-(:func:`~npusched.formulations.flexer_offline.index_order`). With a global buffer of
+(:func:`~npusched.formulations.flexer.offline.index_order`). With a global buffer of
 ``--capacity`` KiB it prints the mandatory bytes (every tile moved once), Belady's bytes (farthest
 next use evicted first, no contiguity), the offline model's best bytes and proven bound
-(:func:`~npusched.formulations.flexer_offline.offline_bound`), the bound's source, how far
+(:func:`~npusched.formulations.flexer.offline.offline_bound`), the bound's source, how far
 Belady is above the bound, and the solver time. ``--contiguous`` also solves the CP-SAT model
 with fixed addresses (NoOverlap2D). A set whose own tiles exceed the buffer is listed as
 ``does not fit``.
@@ -22,14 +22,15 @@ from typing import Any
 
 from tabulate import tabulate
 
-from npusched.formulations.flexer_offline import (
+from npusched.formulations.flexer.offline import (
     BACKENDS,
     belady_bytes,
     index_order,
     offline_bound,
     use_gaps,
 )
-from npusched.problem.flexer import TiledConv, tiled_conv
+from npusched.partition.flexer import tiled_conv
+from npusched.problem.flexer import TiledConv
 from npusched.workload.zoo import load_network
 
 KIB = 1024

@@ -1,8 +1,8 @@
 """Algorithm 2 against the exact spill model: ``python -m npusched.bench.flexer_spill``.
 
 On random memory maps (:func:`random_map`) Flexer's spill heuristic
-(:func:`npusched.heuristics.flexer_spill.flexer_victims`) is compared with the lexicographic
-optimum over all contiguous runs (:func:`npusched.formulations.flexer_spill.solve_spill_exact`).
+(:func:`npusched.heuristics.flexer.spill.flexer_victims`) is compared with the lexicographic
+optimum over all contiguous runs (:func:`npusched.formulations.flexer.spill.solve_spill_exact`).
 The table counts the maps that are feasible, where both keys are equal, where both pick the same
 run (otherwise a tie at another address), where the exact key is better (a bug in Algorithm 2's
 implementation) or the heuristic's (a bug in the model, since it is proven optimal), where
@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from tabulate import tabulate
 
-from npusched.formulations.flexer_spill import BACKENDS, solve_spill_exact
-from npusched.heuristics.flexer_spill import flexer_victims, spill_key
+from npusched.formulations.flexer.spill import BACKENDS, solve_spill_exact
+from npusched.heuristics.flexer.spill import flexer_victims, spill_key
 from npusched.solvers.result import Status
 
 KIB = 1024

@@ -2,8 +2,8 @@
 
 For every ``conv``/``fc`` layer of the networks (default: LeNet, ResNet-50, MobileNetV2,
 SqueezeNet, InceptionV3, YOLOv2) on ``tso-nmp-16`` with the burst model, the enumeration's best
-tiling (:func:`npusched.tiling.search.search_layer`) is compared with the optimum of
-:func:`npusched.formulations.tiling_exact.solve_layer_cpsat` (integer tile sizes, exact
+tiling (:func:`npusched.heuristics.tiling.search.search_layer`) is compared with the optimum of
+:func:`npusched.formulations.tiling.exact.solve_layer_cpsat` (integer tile sizes, exact
 objective in cycles). Per network it prints:
 
 * *proven equal*: CP-SAT returned optimal and its optimum equals the enumeration's, in cycles;
@@ -32,9 +32,9 @@ from typing import Any
 from tabulate import tabulate
 
 from npusched.arch import load_arch
-from npusched.formulations.tiling_exact import solve_layer_cpsat, solve_layer_mip
-from npusched.tiling.search import conv_layers, search_layer
-from npusched.tiling.tso import nmp_params
+from npusched.formulations.tiling.exact import solve_layer_cpsat, solve_layer_mip
+from npusched.heuristics.tiling.search import conv_layers, search_layer
+from npusched.problem.tiling import nmp_params
 from npusched.workload.zoo import load_network
 
 NETWORKS = ("lenet", "resnet50", "mobilenetv2", "squeezenet", "inceptionv3", "yolov2")

@@ -7,7 +7,8 @@ execution, this time is reduced to 17 ms and 59 sec, respectively" (OpenMP tasks
 convolution, Algorithm 1 lines 2-5; Fig. 10 gives only speed-up curves, so these four numbers are
 the paper's only absolute search times).
 
-Here: :func:`npusched.tiling.search.search_network` (TSO-burst, all 9 slicing × schedule pairs,
+Here: :func:`npusched.heuristics.tiling.search.search_network` (TSO-burst, all 9 slicing × schedule
+pairs,
 exhaustive tile space vectorised with numpy) in this process (``workers=1``) and through a process
 pool (``--workers``, default 2), one wall-clock run each, pool start-up included. The goal is
 InceptionV3 in at most 3.6 s on 2 cores (1/100 of the paper's serial 6 min).
@@ -21,7 +22,7 @@ import sys
 from tabulate import tabulate
 
 from npusched.arch import load_arch
-from npusched.tiling.search import search_network
+from npusched.heuristics.tiling.search import search_network
 from npusched.workload.zoo import load_network
 
 NETWORKS = ("lenet", "resnet50", "mobilenetv2", "squeezenet", "inceptionv3", "yolov2")

@@ -4,8 +4,9 @@ Sousa et al., "Tensor Slicing and Optimization for Multicore NPUs" (seed
 ``004_442fbcc29e97fffd.txt``), Table I: execution time (µs) of each model's convolutions on the
 NMP with TSO-burst, TSO-noburst, each TLE slicing fixed (Fig. 12) and each TLT schedule fixed
 (Fig. 13). Here every column comes from one exhaustive pass per layer
-(:func:`npusched.tiling.search.combo_bests`, all 9 slicing × schedule pairs under both DRAM
-models); every time is the burst model's (:mod:`npusched.tiling.tso`), as Table I's are measured
+(:func:`npusched.heuristics.tiling.search.combo_bests`, all 9 slicing × schedule pairs under both
+DRAM
+models); every time is the burst model's (:mod:`npusched.problem.tiling`), as Table I's are measured
 on the board.
 
 The absolute times cannot match: the paper measures a board (RISC-V software, a DMA engine per
@@ -27,7 +28,8 @@ from typing import Any
 from tabulate import tabulate
 
 from npusched.arch import load_arch
-from npusched.tiling.search import choice_from_bests, combo_bests, conv_layers, map_layers
+from npusched.common.parallel import map_layers
+from npusched.heuristics.tiling.search import choice_from_bests, combo_bests, conv_layers
 from npusched.workload.zoo import load_network
 
 #: (zoo name, name in Table I)

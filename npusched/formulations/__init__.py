@@ -1,7 +1,7 @@
 """Exact models, one module per decision; each constraint family is one method."""
 
-from npusched.formulations.cpsat_intervals import IntervalModel
-from npusched.formulations.linear import LinearModel
-from npusched.formulations.timeindexed import TimeIndexedModel
+from npusched.formulations.scheduling.intervals import IntervalModel
+from npusched.formulations.scheduling.timeindexed import TimeIndexedModel
+from npusched.solvers.linear import LinearModel
 
 __all__ = ["IntervalModel", "LinearModel", "TimeIndexedModel"]

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from npusched.io.atomic import read_json
-from npusched.io.errors import InputError
+from npusched.common.errors import InputError
+from npusched.common.jsonio import read_json
 from npusched.io.instance_json import instance_from_dict, read_instance, schema, write_instance
 from npusched.io.placement_json import (
     placement_from_dict,
@@ -16,7 +16,7 @@ from npusched.io.stg import read_stg
 from npusched.io.stream import read_stream, stream_from_dict
 from npusched.problem import SchedulingInstance
 from npusched.problem.placement import PlacementInstance
-from npusched.problem.routed import RoutedInstance
+from npusched.problem.scheduling.routed import RoutedInstance
 
 
 def load_instance(

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from npusched.io.atomic import load_schema, read_json, validate, write_json
-from npusched.io.errors import InputError
+from npusched.common.errors import InputError
+from npusched.common.jsonio import load_schema, read_json, validate, write_json
 from npusched.problem import Accelerator, Core, Reference, SchedulingInstance, UopGraph
-from npusched.problem.routed import DramTensor, Link, RoutedInstance, Topology
+from npusched.problem.scheduling.routed import DramTensor, Link, RoutedInstance, Topology
 
 FORMAT = "npusched/instance/v1"
 

@@ -46,7 +46,7 @@ names (the first output's name when a node has none), with every run of characte
 ``[A-Za-z0-9_.-]`` replaced by ``_`` and leading or trailing ``_`` dropped
 (``/layer1/layer1.0/conv1/Conv`` → ``layer1_layer1.0_conv1_Conv``), made unique with a ``_2``,
 ``_3``, ... suffix (the name ``input`` is reserved for the network input). Every failure,
-including an unreadable file, is an :class:`~npusched.io.errors.InputError` naming the file, the
+including an unreadable file, is an :class:`~npusched.common.errors.InputError` naming the file, the
 node (``node NAME (OpType)``) or field, and the reason.
 """
 
@@ -63,7 +63,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from npusched.io.errors import InputError
+from npusched.common.errors import InputError
 from npusched.workload.layers import INPUT, Layer, Shape
 from npusched.workload.network import Network
 

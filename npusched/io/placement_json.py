@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from npusched.io.atomic import load_schema, validate, write_json
-from npusched.io.errors import InputError
-from npusched.problem.instance import Reference
-from npusched.problem.noc import Mesh
+from npusched.common.errors import InputError
+from npusched.common.jsonio import load_schema, validate, write_json
 from npusched.problem.placement import PlacementInstance
+from npusched.problem.scheduling.instance import Reference
+from npusched.problem.scheduling.noc import Mesh
 
 FORMAT = "npusched/placement/v1"
 

@@ -5,17 +5,37 @@ op ids = task (facility) index, ``core`` = mesh cell index, ``start = end = 0``,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from npusched.io.atomic import read_json, write_json
-from npusched.io.errors import InputError
+from npusched.common.errors import InputError
+from npusched.common.jsonio import read_json, write_json
 from npusched.problem import Schedule, SchedulingInstance
 from npusched.problem.placement import Placement, PlacementInstance
-from npusched.problem.routed import RoutedInstance, RoutedSchedule, required_transfers
-from npusched.solvers.result import Result
+from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
 from npusched.verify import check
+
+
+class Result(Protocol):
+    """What the writer reads of :class:`npusched.solvers.Result` (io sits below the solvers)."""
+
+    method: str
+    backend: str
+    status: Any
+    objective: float | None
+    bound: float | None
+    runtime: float
+    solution: Any
+    threads: int
+    seed: int
+    time_limit: float | None
+    trace: list[Any]
+    stats: dict[str, Any]
+    message: str
+
+    @property
+    def gap(self) -> float | None: ...
 
 
 def _placement_ops(inst: PlacementInstance, placement: Placement) -> list[dict[str, Any]]:
@@ -32,8 +52,8 @@ def _transfers(inst: SchedulingInstance, sched: Schedule) -> list[dict[str, Any]
     cells = acc.cells()
     if acc.mesh is None or cells is None:
         return []
-    from npusched.problem.noc import Mesh
-    from npusched.verify.schedule import edge_delays
+    from npusched.problem.scheduling.noc import Mesh
+    from npusched.verify.scheduling.schedule import edge_delays
 
     mesh = Mesh(*acc.mesh)
     end = sched.end(inst)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from npusched.io.errors import InputError
+from npusched.common.errors import InputError
 from npusched.problem import Accelerator, Reference, SchedulingInstance, UopGraph
 
 

@@ -1,5 +1,6 @@
 """Reader for instances exported from the Stream framework (``stream_instance/v1``; see
-``../shared/benchmarks/README.md``) into a :class:`~npusched.problem.routed.RoutedInstance`.
+``../shared/benchmarks/README.md``) into a
+:class:`~npusched.problem.scheduling.routed.RoutedInstance`.
 
 What is taken from the export:
 
@@ -17,7 +18,7 @@ What is taken from the export:
   ``free_allocation``, any core in each CN's ``possible_cores``.
 - Stream's makespan is kept in ``source["stream_makespan"]`` for comparison, the cores' top-level
   memory sizes in ``source["memory_bits"]`` (the routed model does not limit memory; see
-  :func:`npusched.verify.routed.memory_peaks`).
+  :func:`npusched.verify.scheduling.routed.memory_peaks`).
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from npusched.io.atomic import read_json, validate
-from npusched.io.errors import InputError
+from npusched.common.errors import InputError
+from npusched.common.jsonio import read_json, validate
 from npusched.problem import Accelerator, Core, SchedulingInstance, UopGraph
-from npusched.problem.routed import DramTensor, Link, RoutedInstance, Topology
+from npusched.problem.scheduling.routed import DramTensor, Link, RoutedInstance, Topology
 
 
 def _topology(data: dict[str, Any], path: str) -> Topology:

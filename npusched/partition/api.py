@@ -17,7 +17,7 @@ from npusched.partition.schemes import (
     loop_order_rank,
     stream_tiling,
 )
-from npusched.problem import SchedulingInstance
+from npusched.problem import Accelerator, SchedulingInstance
 from npusched.workload.layers import Layer
 from npusched.workload.network import Network
 
@@ -111,7 +111,7 @@ def partition_network(
     return build_instance(
         net,
         tilings,
-        arch.to_accelerator(),
+        Accelerator.from_arch(arch),
         unrolls,
         elem_bytes=elem,
         name=name,

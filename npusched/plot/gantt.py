@@ -9,13 +9,13 @@ import numpy as np
 
 from npusched.plot._figure import finish
 from npusched.problem import Schedule, SchedulingInstance
-from npusched.problem.routed import RoutedInstance, RoutedSchedule, required_transfers
+from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
 
 
 def _transfers(
     ax: plt.Axes, instance: SchedulingInstance, schedule: Schedule, end: np.ndarray
 ) -> None:
-    from npusched.verify.schedule import edge_delays
+    from npusched.verify.scheduling.schedule import edge_delays
 
     g = instance.graph
     delay = edge_delays(instance, schedule)

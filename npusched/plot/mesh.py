@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.collections import LineCollection
 
 from npusched.plot._figure import finish
-from npusched.problem.noc import Mesh
+from npusched.problem.scheduling.noc import Mesh
 
 
 def link_traffic(

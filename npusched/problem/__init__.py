@@ -1,9 +1,9 @@
 """The nouns of npusched: accelerators, μop graphs, instances, schedules."""
 
-from npusched.problem.accelerator import Accelerator, Core
-from npusched.problem.dag import UopGraph
-from npusched.problem.instance import Reference, SchedulingInstance
-from npusched.problem.schedule import Schedule, assign_cores
+from npusched.problem.scheduling.accelerator import Accelerator, Core
+from npusched.problem.scheduling.dag import UopGraph
+from npusched.problem.scheduling.instance import Reference, SchedulingInstance
+from npusched.problem.scheduling.schedule import Schedule, assign_cores
 
 __all__ = [
     "Accelerator",

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from npusched.problem.instance import Reference, SchedulingInstance
-from npusched.problem.noc import Mesh
+from npusched.problem.scheduling.instance import Reference, SchedulingInstance
+from npusched.problem.scheduling.noc import Mesh
 
 IntArray = NDArray[np.int64]
 

@@ -13,7 +13,7 @@ from npusched.solvers.result import Status, TracePoint
 
 @dataclass
 class RawOutput:
-    """Backend outcome for a :class:`~npusched.formulations.linear.LinearModel`."""
+    """Backend outcome for a :class:`~npusched.solvers.linear.LinearModel`."""
 
     status: Status
     x: NDArray[np.float64] | None = None

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
-from npusched.formulations.linear import LinearModel
 from npusched.solvers.common import RawOutput, TraceRecorder
+from npusched.solvers.linear import LinearModel
 from npusched.solvers.result import Status
 
 _BIG = 2**40

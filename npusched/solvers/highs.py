@@ -5,8 +5,8 @@ from __future__ import annotations
 import highspy
 import numpy as np
 
-from npusched.formulations.linear import LinearModel
 from npusched.solvers.common import RawOutput, TraceRecorder
+from npusched.solvers.linear import LinearModel
 from npusched.solvers.result import Status
 
 

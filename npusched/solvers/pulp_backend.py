@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pulp
 
-from npusched.formulations.linear import LinearModel
 from npusched.solvers.common import RawOutput
+from npusched.solvers.linear import LinearModel
 from npusched.solvers.result import Status, TracePoint
 
 _CBC_LOWER = re.compile(r"^Lower bound:\s+(-?[\d.eE+-]+)", re.MULTILINE)

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npusched.problem.placement import Placement
-from npusched.problem.routed import RoutedSchedule
-from npusched.problem.schedule import Schedule
+from npusched.problem.scheduling.routed import RoutedSchedule
+from npusched.problem.scheduling.schedule import Schedule
 
 
 class Status(enum.StrEnum):

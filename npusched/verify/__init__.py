@@ -3,11 +3,11 @@
 from typing import Any
 
 from npusched.problem.placement import Placement, PlacementInstance
-from npusched.problem.routed import RoutedInstance, RoutedSchedule
-from npusched.problem.schedule import Schedule
+from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
+from npusched.problem.scheduling.schedule import Schedule
 from npusched.verify.placement import verify_placement
-from npusched.verify.routed import verify_routed
-from npusched.verify.schedule import VerificationError, VerifyReport, verify
+from npusched.verify.scheduling.routed import verify_routed
+from npusched.verify.scheduling.schedule import VerificationError, VerifyReport, verify
 
 
 def check(

@@ -53,7 +53,7 @@ from npusched.problem.flexer import (
     Transfer,
     dram_cycles,
 )
-from npusched.verify.schedule import Checked
+from npusched.verify.scheduling.schedule import Checked
 
 #: Overlap messages reported per check before the rest are only counted.
 MAX_CLASHES = 20

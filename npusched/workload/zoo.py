@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from npusched.io.atomic import read_json, validate, write_json
-from npusched.io.errors import InputError
+from npusched.common.errors import InputError
+from npusched.common.jsonio import read_json, validate, write_json
 from npusched.workload.layers import INPUT, Layer, Shape
 from npusched.workload.network import Network
 

@@ -1,0 +1,148 @@
+"""``npusched flexer``: Flexer's search (Algorithm 1) over a network's layers on a multi-NPU, OoO
+against the best static loop order.
+
+::
+
+    npusched flexer --network NAME|FILE --arch arch1..arch8|NAME|FILE [--layers a,b]
+                    [--priority default|min-transfer|min-spill]
+                    [--mem-policy flexer|first-fit|small-spill] [--metric latency*bytes]
+                    [--max-ops N] [--fill-drain CYCLES] [--prefetch] [--time-limit S]
+                    [--workers N]
+                    [--no-verify] [--json]
+
+Each chosen schedule is rebuilt and checked by :func:`npusched.verify.flexer.verify_flexer`
+unless ``--no-verify``. With ``--time-limit`` the search stops after that many seconds with the
+best schedules found so far, and says so (``"complete": false`` in the JSON). Errors are raised
+as :class:`~npusched.io.InputError` / ``ValueError`` for the main CLI's handler (exit code 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from npusched.arch import flexer_arch_name
+from npusched.cli.args import positive_int
+from npusched.heuristics.flexer.ooo import MEM_POLICIES, PRIORITIES
+from npusched.heuristics.flexer.search import verify_choices
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``flexer`` to ``subparsers``; its ``func`` default is :func:`cmd_flexer`."""
+    from npusched.heuristics.flexer.search import METRICS
+
+    f = subparsers.add_parser(
+        "flexer",
+        help="Flexer: OoO scheduling of tiled layers on NPUs sharing a buffer, vs static orders",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
+    f.add_argument("--network", required=True, help="zoo name or network .json / .onnx")
+    f.add_argument("--arch", required=True, help="arch1..arch8 (Table 1), a name or a .json")
+    f.add_argument("--layers", help="comma-separated layer names (default: every conv and fc)")
+    f.add_argument("--priority", default="default", choices=PRIORITIES)
+    f.add_argument("--mem-policy", default="flexer", choices=MEM_POLICIES)
+    f.add_argument("--metric", default="latency*bytes", choices=METRICS)
+    f.add_argument(
+        "--max-ops",
+        type=int,
+        default=256,
+        help="skip tilings with more operations (0: no cap; default 256)",
+    )
+    f.add_argument(
+        "--fill-drain",
+        type=int,
+        help="cycles each operation spends filling and draining the PE array "
+        "(default: rows + columns, 64 on a 32 x 32 array; 0: none)",
+    )
+    f.add_argument(
+        "--prefetch",
+        action="store_true",
+        help="overlap loads with earlier operations (default: loads on the operation's time)",
+    )
+    f.add_argument(
+        "--time-limit",
+        type=float,
+        help="seconds for the whole search; then the best found so far (default: no limit)",
+    )
+    f.add_argument("--workers", type=positive_int, help="parallel layers (default: all cores)")
+    f.add_argument("--no-verify", action="store_true", help="do not re-check the schedules")
+    f.add_argument("--json", action="store_true", help="print one JSON object")
+    f.set_defaults(func=cmd_flexer)
+    return f
+
+
+def cmd_flexer(args: argparse.Namespace) -> int:
+    """Run ``npusched flexer``: search, verify, print a table or JSON."""
+    from tabulate import tabulate
+
+    from npusched.arch import load_arch
+    from npusched.heuristics.flexer.search import search_network
+    from npusched.partition.api import resolve_network
+
+    net = resolve_network(args.network)
+    arch = load_arch(flexer_arch_name(args.arch))
+    if args.max_ops < 0:
+        raise ValueError("--max-ops must be >= 0")
+    if args.fill_drain is not None and args.fill_drain < 0:
+        raise ValueError(f"--fill-drain must be >= 0, got {args.fill_drain}")
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise ValueError(f"--time-limit must be positive, got {args.time_limit:g}")
+    layers = [x.strip() for x in args.layers.split(",")] if args.layers else None
+    res = search_network(
+        net,
+        arch,
+        layers=layers,
+        workers=args.workers,
+        priority=args.priority,
+        mem_policy=args.mem_policy,
+        metric=args.metric,
+        max_ops=args.max_ops,
+        fill_drain=args.fill_drain,
+        prefetch=args.prefetch,
+        time_limit=args.time_limit,
+        progress=not args.json,
+    )
+    out = res.to_json()
+    if not args.no_verify:
+        out["verified_schedules"] = verify_choices(net, res)
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    rows = [
+        [
+            r["name"],
+            "x".join(map(str, r["tiling"] or [])),
+            r["dataflow"],
+            r["ooo_latency"],
+            r["static_latency"],
+            _ratio(r["static_latency"], r["ooo_latency"]),
+            r["ooo_transfer_bytes"],
+            r["static_transfer_bytes"],
+            _ratio(r["static_transfer_bytes"], r["ooo_transfer_bytes"]),
+        ]
+        for r in out["layers"]
+    ]
+    head = ["layer", "tiling", "dataflow", "OoO cyc", "static cyc", "speedup"]
+    print(tabulate(rows, headers=[*head, "OoO bytes", "static bytes", "reduction"]))
+    t = out["total"]
+    print(
+        f"\n{res.network} on {res.arch} ({res.settings.n_npus} NPUs, "
+        f"{res.settings.capacity // 1024} KiB, {res.settings.bandwidth:g} B/cycle): "
+        f"speed-up {t['speedup']:.2f}x, transfer reduction {t['transfer_reduction']:.2f}x; "
+        f"{res.distinct} distinct layers searched in {res.search_seconds:.1f} s"
+        + (f"; {out['verified_schedules']} schedules verified" if not args.no_verify else "")
+        + (f"; not tiled: {', '.join(res.skipped)}" if res.skipped else "")
+    )
+    if not res.complete:
+        cut = [r.name for r in res.layers if not r.complete]
+        print(
+            f"time limit of {args.time_limit:g} s reached: the best found so far for "
+            f"{len(cut)} layers ({', '.join(cut[:5])}{', ...' if len(cut) > 5 else ''}); "
+            "not a complete search"
+        )
+    return 0
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "" if not a or not b else f"{a / b:.2f}x"

@@ -1,0 +1,158 @@
+"""``npusched tile``: TSO's tiling search (Sousa et al., Algorithm 1) for a network on an NMP.
+
+::
+
+    npusched tile --network inceptionv3 --arch tso-nmp-16 [--model burst|noburst]
+                  [--fix-tle KS|KS&OFM|OFM] [--fix-tlt IS|OS|WS] [--exact] [--json] [--workers N]
+
+:func:`add_parser` adds the sub-command to the main CLI's sub-parsers; errors are raised as
+:class:`~npusched.io.InputError` / ``ValueError`` for the main CLI's handler (exit code 2).
+:func:`main` runs the command on its own (``python -m npusched.cli.tile ...``) with the same
+handling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Any
+
+from npusched.cli.args import positive_float, positive_int
+from npusched.common.errors import InputError
+from npusched.problem.tiling import MODELS, TLE_SLICINGS, TLT_SCHEDULES
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``tile`` to ``subparsers`` (the result of ``ArgumentParser.add_subparsers``).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The ``tile`` parser; its ``func`` default is :func:`cmd_tile`.
+    """
+    t = subparsers.add_parser(
+        "tile",
+        help="TSO tiling search of a network's convolutions on an NMP (TLE/TLT, tile sizes)",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
+    t.add_argument("--network", required=True, help="zoo name or network .json")
+    t.add_argument("--arch", required=True, help="architecture name (e.g. tso-nmp-16) or .json")
+    t.add_argument(
+        "--model",
+        default="burst",
+        choices=MODELS,
+        help="DRAM model that picks the tiles: burst (TSO-burst, default) or noburst (volume; "
+        "reported times use the burst model, as TSO's Table I)",
+    )
+    t.add_argument("--fix-tle", choices=TLE_SLICINGS, help="fix the TLE slicing (Algorithm 2)")
+    t.add_argument("--fix-tlt", choices=TLT_SCHEDULES, help="fix the TLT schedule (Sec. IV-D)")
+    t.add_argument(
+        "--exact",
+        action="store_true",
+        help="also solve each layer exactly (npusched.formulations.tiling.exact), warm-started "
+        "from TSO's choice",
+    )
+    t.add_argument(
+        "--time-limit", type=positive_float, default=10.0, help="--exact: seconds per layer"
+    )
+    t.add_argument("--threads", type=positive_int, default=1, help="--exact: solver threads")
+    t.add_argument("--json", action="store_true", help="print one JSON object")
+    t.add_argument(
+        "--workers",
+        type=positive_int,
+        help="parallel layer searches (default: all cores; 1 = in this process)",
+    )
+    t.set_defaults(func=cmd_tile)
+    return t
+
+
+def cmd_tile(args: argparse.Namespace) -> int:
+    """Run ``npusched tile``: search, optionally solve exactly, print a table or JSON.
+
+    Raises
+    ------
+    InputError
+        Unknown zoo network or bad network file.
+    ValueError
+        Unknown architecture, an architecture TSO cannot model, a network without convolutions,
+        or ``--exact`` without the exact module.
+    """
+    from tabulate import tabulate
+
+    from npusched.arch import load_arch
+    from npusched.heuristics.tiling.search import conv_layers, search_network
+    from npusched.workload.zoo import load_network
+
+    exact: Any = None
+    if args.exact:  # lazily, and before the search so a missing module fails fast
+        try:
+            exact = importlib.import_module("npusched.formulations.tiling.exact")
+        except ImportError as err:
+            raise ValueError(f"--exact needs npusched.formulations.tiling.exact: {err}") from None
+    net = load_network(args.network)
+    arch = load_arch(args.arch)
+    conv_layers(net)  # a network without convolutions fails before any pool starts
+    res = search_network(
+        net,
+        arch,
+        args.model,
+        fix_tle=args.fix_tle,
+        fix_tlt=args.fix_tlt,
+        workers=args.workers,
+    )
+    out = res.to_json()
+    if exact is not None:
+        shapes = {ly.name: sh for ly, sh in conv_layers(net)}
+        layers = {ly.name: ly for ly, _ in conv_layers(net)}
+        for row, lc in zip(out["layers"], res.layers, strict=True):
+            t_us, status = exact.solve_layer_exact(
+                layers[lc.name],
+                shapes[lc.name],
+                arch,
+                res.model,
+                lc,
+                args.time_limit,
+                args.threads,
+            )
+            row["exact_time_us"] = t_us
+            row["exact_status"] = status
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    cols = ["name", "tle", "tlt", "T_R", "T_C", "T_N", "T_M", "time_us"]
+    if args.exact:
+        cols += ["exact_time_us", "exact_status"]
+    print(tabulate([[r.get(c) for c in cols] for r in out["layers"]], headers=cols))
+    fixed = "".join(
+        f", {k} fixed to {v}" for k, v in (("TLE", args.fix_tle), ("TLT", args.fix_tlt)) if v
+    )
+    print(
+        f"\n{res.network} on {res.arch}, TSO-{res.model}{fixed}: {len(res.layers)} layers, "
+        f"total {res.total_time_us:.1f} us (load {res.load_us:.1f}, store {res.store_us:.1f}, "
+        f"MAC {res.mac_us:.1f}); search {res.search_seconds:.3f} s"
+        + (f"; {res.n_fallback} layers fell back to the free search" if res.n_fallback else "")
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """A parser with only the ``tile`` command (what :func:`main` uses)."""
+    p = argparse.ArgumentParser(prog="npusched")
+    add_parser(p.add_subparsers(dest="command", required=True))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``npusched tile`` on its own, with the main CLI's error handling (exit code 2)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (InputError, ValueError) as err:
+        print(f"npusched: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

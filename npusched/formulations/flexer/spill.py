@@ -1,0 +1,257 @@
+"""Exact spill-victim selection of Flexer's memory manager (seed ``000_4482881724fd7be8.txt``,
+§4.1, Algorithm 2) as an integer linear model over contiguous runs of segments.
+
+Algorithm 2 (:func:`npusched.heuristics.flexer.spill.flexer_victims`) scans, from every start,
+the shortest run of movable segments that frees ``required`` bytes and keeps the least
+``(fragmentation, disadvantage, live blocks)``
+(:func:`~npusched.heuristics.flexer.spill.spill_key`).
+:class:`SpillModel` states the same choice over *all* contiguous runs of movable segments and
+:func:`solve_spill_exact` solves it lexicographically, so the two keys must be equal.
+
+Lexicographic objective: successive solves
+------------------------------------------
+The three levels are solved one after another: minimise fragmentation :math:`F`; add
+:math:`F = F^*` and minimise disadvantage :math:`D`; add :math:`D = D^*` and minimise the number
+of live blocks :math:`L`. Each level starts from the previous level's solution (feasible for it).
+A single weighted objective :math:`W_F F + W_D D + L` with :math:`W_D = L_{max} + 1`,
+:math:`W_F = W_D (D_{max} + 1)` would also be exact in integer arithmetic, but its coefficients
+reach :math:`\\sum size \\cdot \\sum size \\times uses \\cdot n` (:math:`10^{15}`–:math:`10^{18}`
+for MiB-sized blocks): beyond the :math:`2^{53}` integers of a float64 MIP solver, and there the
+solver's integrality and optimality tolerances (relative to the objective) would let a worse
+:math:`D` or :math:`L` pass as optimal. Successive solves keep every level's coefficients at
+:math:`\\le \\sum size \\times uses`, on every backend. The result is claimed optimal only if the
+solver returned optimal at all three levels.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from npusched.heuristics.flexer.spill import spill_key
+from npusched.solvers.linear import LinearModel
+from npusched.solvers.result import Status
+
+#: Backends of :func:`solve_spill_exact` (names of :func:`npusched.solvers.dispatch.solve_linear`).
+BACKENDS = ("cpsat", "cbc", "highs")
+#: The objective levels, most significant first.
+LEVELS = ("fragmentation", "disadvantage", "live_blocks")
+
+
+@dataclass(frozen=True)
+class SpillChoice:
+    """Outcome of :func:`solve_spill_exact`.
+
+    Attributes
+    ----------
+    run
+        Indices of the segments to free (one contiguous run), or ``None`` (infeasible / none
+        found).
+    key
+        :func:`~npusched.heuristics.flexer.spill.spill_key` of ``run``, recomputed from the
+        segments (not read from the solver).
+    status
+        ``optimal`` only if every level was solved to optimality.
+    levels
+        The solver status of each level that ran.
+    runtime
+        Wall time of all levels, in seconds.
+    """
+
+    run: list[int] | None
+    key: tuple[int, int, int] | None
+    status: Status
+    levels: tuple[Status, ...] = ()
+    runtime: float = 0.0
+
+
+class SpillModel:
+    """Choose one contiguous run of movable segments freeing at least ``required`` bytes.
+
+    Variables: :math:`x_i \\in \\{0,1\\}` (segment :math:`i` is freed) and
+    :math:`s_i \\in \\{0,1\\}` (the run starts at :math:`i`). The constraint families are the
+    private methods; :attr:`objectives` holds the three levels as cost dictionaries with their
+    constant offsets.
+
+    Parameters
+    ----------
+    sizes, uses, movable, live
+        The memory map in address order, as for
+        :func:`~npusched.heuristics.flexer.spill.flexer_victims` (sizes and uses non-negative).
+    required
+        Bytes that must become contiguous.
+    """
+
+    def __init__(
+        self,
+        sizes: Sequence[int],
+        uses: Sequence[int],
+        movable: Sequence[bool],
+        live: Sequence[bool],
+        required: int,
+    ) -> None:
+        n = len(sizes)
+        if not len(uses) == len(movable) == len(live) == n:
+            raise ValueError("sizes, uses, movable and live differ in length")
+        if any(v < 0 for v in sizes) or any(v < 0 for v in uses):
+            raise ValueError("sizes and uses must be non-negative")
+        self.sizes, self.uses = [int(v) for v in sizes], [int(v) for v in uses]
+        self.movable, self.live = [bool(v) for v in movable], [bool(v) for v in live]
+        self.required, self.n = int(required), n
+        self.lm = LinearModel("flexer_spill")
+        self.x = np.array([self.lm.add_var(f"x[{i}]", 0, 1) for i in range(n)], dtype=np.int64)
+        self.s = np.array([self.lm.add_var(f"s[{i}]", 0, 1) for i in range(n)], dtype=np.int64)
+        for add in (self._one_run, self._contiguity, self._pinned, self._capacity):
+            add()
+        self.objectives: list[tuple[dict[int, float], float]] = self._objectives()
+
+    def _one_run(self) -> None:
+        """Exactly one run, and it starts at a freed segment.
+
+        .. math:: \\sum_i s_i = 1, \\qquad s_i \\le x_i \\quad \\forall i
+        """
+        self.lm.family("one_run")
+        self.lm.add_row(self.s, np.ones(self.n), 1, 1)
+        for i in range(self.n):
+            self.lm.add_row([self.s[i], self.x[i]], [1.0, -1.0], ub=0)
+
+    def _contiguity(self) -> None:
+        """A freed segment continues the run of its predecessor or starts it
+        (:math:`x_{-1} = 0`). Every maximal block of freed segments then needs a start at its
+        first segment, so with one start there is one block, beginning at that start.
+
+        .. math:: x_i \\le x_{i-1} + s_i \\quad \\forall i
+        """
+        self.lm.family("contiguity")
+        for i in range(self.n):
+            if i == 0:
+                self.lm.add_row([self.x[0], self.s[0]], [1.0, -1.0], ub=0)
+            else:
+                self.lm.add_row([self.x[i], self.x[i - 1], self.s[i]], [1.0, -1.0, -1.0], ub=0)
+
+    def _pinned(self) -> None:
+        """Pinned segments (operands of the operation set being issued) stay: a run cannot
+        cross them (as a variable bound).
+
+        .. math:: x_i = 0 \\quad \\forall i : \\neg movable_i
+        """
+        for i in range(self.n):
+            if not self.movable[i]:
+                self.lm.ub[self.x[i]] = 0
+
+    def _capacity(self) -> None:
+        """The run frees enough bytes.
+
+        .. math:: \\sum_i size_i \\, x_i \\ge required
+        """
+        self.lm.family("capacity")
+        self.lm.add_row(self.x, np.asarray(self.sizes, dtype=float), lb=self.required)
+
+    def _objectives(self) -> list[tuple[dict[int, float], float]]:
+        """Algorithm 2's levels (lines 15–26), most significant first.
+
+        .. math::
+
+            F = \\sum_i size_i \\, x_i - required, \\qquad
+            D = \\sum_i size_i \\, uses_i \\, x_i, \\qquad
+            L = \\sum_{i : live_i} x_i
+        """
+        x = self.x.tolist()
+        frag = {j: float(v) for j, v in zip(x, self.sizes, strict=True) if v}
+        dis = {j: float(v * u) for j, v, u in zip(x, self.sizes, self.uses, strict=True) if v * u}
+        blocks = {j: 1.0 for j, lv in zip(x, self.live, strict=True) if lv}
+        return [(frag, -float(self.required)), (dis, 0.0), (blocks, 0.0)]
+
+    def fix_level(self, level: int, value: float) -> None:
+        """Add the row holding objective ``level`` at ``value`` (its optimum)."""
+        cost, offset = self.objectives[level]
+        self.lm.family(f"fix_{LEVELS[level]}")
+        idx = list(cost)
+        self.lm.add_row(idx, [cost[j] for j in idx], value - offset, value - offset)
+
+    def decode(self, x: NDArray[np.float64]) -> list[int] | None:
+        """The freed segments of solution ``x``, or ``None`` if they are not one contiguous run
+        of movable segments."""
+        run = [i for i in range(self.n) if x[self.x[i]] > 0.5]
+        if not run or run != list(range(run[0], run[-1] + 1)):
+            return None
+        if not all(self.movable[i] for i in run):
+            return None
+        return run
+
+
+def solve_spill_exact(
+    sizes: Sequence[int],
+    uses: Sequence[int],
+    movable: Sequence[bool],
+    live: Sequence[bool],
+    required: int,
+    *,
+    backend: str = "cpsat",
+    time_limit: float = 10.0,
+    threads: int = 1,
+    seed: int = 0,
+) -> SpillChoice:
+    """Solve :class:`SpillModel` lexicographically (three successive solves; module docstring).
+
+    Parameters
+    ----------
+    sizes, uses, movable, live, required
+        The memory map and the request, as for
+        :func:`~npusched.heuristics.flexer.spill.flexer_victims`.
+    backend
+        ``"cpsat"``, ``"cbc"`` (PuLP) or ``"highs"`` (highspy), through
+        :func:`npusched.solvers.dispatch.solve_linear`.
+    time_limit
+        Seconds for all levels together; each level gets what is left.
+    threads, seed
+        Solver threads (1 is fastest on these small models) and random seed.
+
+    Returns
+    -------
+    SpillChoice
+        ``infeasible`` (``run`` ``None``) when no contiguous run of movable segments frees
+        ``required`` bytes; ``error`` if a solver's answer is not one run or its level values
+        disagree with the recomputed key.
+    """
+    from npusched.solvers.dispatch import solve_linear
+
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+    t0 = time.perf_counter()
+    model = SpillModel(sizes, uses, movable, live, required)
+    if model.n == 0:  # nothing to free: no row to hand to a solver
+        return SpillChoice(None, None, Status.INFEASIBLE, runtime=time.perf_counter() - t0)
+    statuses: list[Status] = []
+    x: NDArray[np.float64] | None = None
+    values: list[float] = []
+    for level, (cost, offset) in enumerate(model.objectives):
+        model.lm.cost, model.lm.offset = dict(cost), offset
+        left = time_limit - (time.perf_counter() - t0)
+        raw = solve_linear(
+            model.lm, backend, time_limit=max(0.01, left), threads=threads, seed=seed, warm_start=x
+        )
+        statuses.append(raw.status)
+        if raw.x is None or raw.objective is None:
+            break
+        x = raw.x
+        values.append(raw.objective)
+        if level + 1 < len(model.objectives):
+            model.fix_level(level, round(raw.objective))
+    runtime = time.perf_counter() - t0
+    levels = tuple(statuses)
+    if x is None:
+        status = statuses[0] if statuses[0] != Status.OPTIMAL else Status.ERROR
+        return SpillChoice(None, None, status, levels, runtime)
+    run = model.decode(x)
+    if run is None:
+        return SpillChoice(None, None, Status.ERROR, levels, runtime)
+    key = spill_key(model.sizes, model.uses, model.live, run, model.required)
+    if any(round(v) != k for v, k in zip(values, key, strict=False)):
+        return SpillChoice(run, key, Status.ERROR, levels, runtime)
+    done = len(levels) == len(LEVELS) and all(s == Status.OPTIMAL for s in levels)
+    return SpillChoice(run, key, Status.OPTIMAL if done else Status.FEASIBLE, levels, runtime)

@@ -1,0 +1,202 @@
+"""Joint scheduling and mapping on a mesh with NoC transfer delays (Klotski eq. 15), in CP-SAT.
+
+Klotski declares the unified model ``min T + βC`` (eq. 15, with eq. 5–13) unsolvable because of
+the floor/mod of eq. 10–11 and splits it in two stages. With the separable linearisation (DESIGN:
+solver facts) it is an ordinary CP-SAT model: the row of μop ``i`` is ``R_i = Σ_k r_k y_ik``, the
+hops of an edge are ``|R_p − R_q| + |C_p − C_q|``, and the transfer delay is linear in them.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from npusched.problem.scheduling.instance import SchedulingInstance
+from npusched.problem.scheduling.noc import Mesh
+from npusched.problem.scheduling.schedule import Schedule
+
+
+class JointModel:
+    """Optional interval per (μop, core), NoOverlap per core, transfer delays on the mesh.
+
+    Parameters
+    ----------
+    instance
+        Its accelerator must have cores on a mesh.
+    horizon
+        Makespan of a known schedule (the warm start); with ``beta`` the horizon is widened to
+        ``horizon + ⌊β·C_warm⌋``, beyond which no schedule can beat the warm start.
+    beta
+        Weight of the NoC cost in ``T + β·C``; ``None`` minimises ``T`` only (the lexicographic
+        second step then fixes ``T`` and minimises ``C``: see :meth:`fix_makespan`).
+    weighted
+        NoC cost in bytes × hops instead of hops (eq. 14).
+    """
+
+    PARAMETERS: dict[str, bool] = {"use_timetable_edge_finding_in_cumulative": True}
+
+    def __init__(
+        self,
+        instance: SchedulingInstance,
+        horizon: int,
+        beta: float | None = None,
+        weighted: bool = False,
+        warm_cost: int = 0,
+    ) -> None:
+        acc = instance.accelerator
+        if acc.cells() is None:
+            raise ValueError("the joint model needs cores on a mesh")
+        self.instance, self.beta, self.weighted = instance, beta, weighted
+        self.horizon = horizon + (int(beta * warm_cost) if beta else 0)
+        self.model = cp_model.CpModel()
+        xy = np.array([c.coord for c in acc.cores], dtype=np.int64)
+        self.r, self.c = xy[:, 0], xy[:, 1]
+        for add in (
+            self._intervals,
+            self._resources,
+            self._coordinates,
+            self._transfers,
+            self._makespan,
+            self._lower_bounds,
+            self._symmetry,
+        ):
+            add()
+        self._objective()
+
+    def _intervals(self) -> None:
+        """Start ``s_i``, presence ``y_ik`` on one core, end ``e_i = s_i + Σ_k l_ik y_ik``."""
+        inst, md = self.instance, self.model
+        dur = inst.duration
+        head = inst.graph.heads(inst.min_duration)
+        tail = inst.graph.tails(inst.min_duration)
+        self.start: list[cp_model.IntVar] = []
+        self.end: list[cp_model.IntVar] = []
+        self.y: list[list[cp_model.IntVar]] = []
+        self.per_core: list[list[cp_model.IntervalVar]] = [[] for _ in range(inst.m)]
+        for i in range(inst.n):
+            s = md.new_int_var(int(head[i]), self.horizon - int(tail[i]), f"s{i}")
+            e = md.new_int_var(int(head[i] + dur[i].min()), self.horizon, f"e{i}")
+            ys = [md.new_bool_var(f"y{i},{k}") for k in range(inst.m)]
+            md.add_exactly_one(ys)
+            md.add(e == s + sum(int(dur[i, k]) * ys[k] for k in range(inst.m)))
+            for k in range(inst.m):
+                self.per_core[k].append(
+                    md.new_optional_fixed_size_interval_var(s, int(dur[i, k]), ys[k], f"I{i},{k}")
+                )
+            self.start.append(s)
+            self.end.append(e)
+            self.y.append(ys)
+
+    def _resources(self) -> None:
+        """One μop at a time per core: ``NoOverlap({I_ik : i})`` for every core ``k``."""
+        for intervals in self.per_core:
+            self.model.add_no_overlap(intervals)
+
+    def _coordinates(self) -> None:
+        """Separable coordinates (instead of eq. 10–11, 20–28).
+
+        .. math:: R_i = \\sum_k r_k y_{ik}, \\qquad C_i = \\sum_k c_k y_{ik}
+        """
+        md, m = self.model, self.instance.m
+        self.R = [md.new_int_var(0, int(self.r.max()), f"R{i}") for i in range(self.instance.n)]
+        self.C = [md.new_int_var(0, int(self.c.max()), f"C{i}") for i in range(self.instance.n)]
+        for i, ys in enumerate(self.y):
+            md.add(self.R[i] == sum(int(self.r[k]) * ys[k] for k in range(m)))
+            md.add(self.C[i] == sum(int(self.c[k]) * ys[k] for k in range(m)))
+
+    def _transfers(self) -> None:
+        """Hops of each edge (eq. 9) and precedence with the transfer delay.
+
+        .. math::
+            h_e = |R_p - R_q| + |C_p - C_q|, \\qquad
+            \\delta_e \\in \\{0, 1\\},\\; \\delta_e \\le h_e \\le h_{\\max}\\, \\delta_e, \\\\
+            s_q \\ge e_p + \\lambda\\, h_e + \\lceil b_e / B \\rceil\\, \\delta_e
+            \\quad \\forall e = (u_p \\prec u_q)
+
+        with hop latency ``λ``, link bandwidth ``B`` and edge bytes ``b_e``; ``δ_e`` says whether
+        the edge leaves its core (eq. 12's distinct mapping follows from NoOverlap).
+        """
+        inst, md = self.instance, self.model
+        acc, g = inst.accelerator, inst.graph
+        hmax = int(self.r.max() + self.c.max())
+        serial = acc.transfer_cycles(g.bytes)
+        self.hops = []
+        for e, (p, q) in enumerate(zip(g.src.tolist(), g.dst.tolist(), strict=True)):
+            dr = md.new_int_var(0, int(self.r.max()), f"dr{e}")
+            dc = md.new_int_var(0, int(self.c.max()), f"dc{e}")
+            md.add_abs_equality(dr, self.R[p] - self.R[q])
+            md.add_abs_equality(dc, self.C[p] - self.C[q])
+            h = md.new_int_var(0, hmax, f"h{e}")
+            md.add(h == dr + dc)
+            leaves = md.new_bool_var(f"leaves{e}")
+            md.add(h >= leaves)
+            md.add(h <= hmax * leaves)
+            md.add(self.start[q] >= self.end[p] + acc.hop_latency * h + int(serial[e]) * leaves)
+            self.hops.append(h)
+
+    def _makespan(self) -> None:
+        """.. math:: T \\ge e_i \\quad \\forall u_i"""
+        self.tmax = self.model.new_int_var(self.instance.lower_bound(), self.horizon, "makespan")
+        for e in self.end:
+            self.model.add(self.tmax >= e)
+
+    def _lower_bounds(self) -> None:
+        """Redundant bounds: ``T ≥ s_i + tail_i``, ``m·T ≥ Σ_i d_i`` (transfers only add time)."""
+        inst, md = self.instance, self.model
+        tail = inst.graph.tails(inst.min_duration)
+        for i in range(inst.n):
+            md.add(self.tmax >= self.start[i] + int(tail[i]))
+        work = [
+            int(inst.duration[i, k]) * self.y[i][k] for i in range(inst.n) for k in range(inst.m)
+        ]
+        md.add(inst.m * self.tmax >= sum(work))
+
+    def _symmetry(self) -> None:
+        """Mesh symmetry (identical cores only): the first μop in topological order sits on the
+        smallest core of its orbit under the mesh symmetries that keep the set of cores."""
+        inst = self.instance
+        if not inst.identical_cores:
+            return
+        acc = inst.accelerator
+        sym = Mesh(*(acc.mesh or (1, 1))).symmetries(np.asarray(acc.cells()))
+        first = int(inst.graph.topo[0])
+        for k in range(inst.m):
+            if min(int(g[k]) for g in sym) != k:
+                self.model.add(self.y[first][k] == 0)
+
+    def _objective(self) -> None:
+        """``min T + β C`` (eq. 15) with ``C = Σ_e w_e h_e``, or ``min T`` when ``β`` is None."""
+        g = self.instance.graph
+        w = g.bytes if self.weighted else np.ones(g.num_edges, dtype=np.int64)
+        self.cost = sum(int(w[e]) * h for e, h in enumerate(self.hops))
+        if self.beta is None:
+            self.model.minimize(self.tmax)
+            return
+        frac = Fraction(self.beta).limit_denominator(1000)
+        self.scale = frac.denominator
+        self.model.minimize(frac.denominator * self.tmax + frac.numerator * self.cost)
+
+    def fix_makespan(self, makespan: int) -> None:
+        """Lexicographic second step: keep ``T ≤ makespan`` and minimise the NoC cost."""
+        self.model.add(self.tmax <= makespan)
+        self.model.minimize(self.cost)
+
+    def hint(self, schedule: Schedule) -> None:
+        md = self.model
+        md.clear_hints()
+        for i, (s, k) in enumerate(
+            zip(schedule.start.tolist(), schedule.core.tolist(), strict=True)
+        ):
+            md.add_hint(self.start[i], s)
+            for kk, y in enumerate(self.y[i]):
+                md.add_hint(y, int(kk == k))
+
+    def decode(self, solver: cp_model.CpSolver) -> Schedule:
+        start = np.array([solver.value(s) for s in self.start], dtype=np.int64)
+        core = np.array(
+            [next(k for k, y in enumerate(ys) if solver.boolean_value(y)) for ys in self.y],
+            dtype=np.int64,
+        )
+        return Schedule(start, core)

@@ -1,0 +1,229 @@
+"""Scheduling, allocation and link-contended transfers in one CP-SAT model (the joint model of the
+NoC issue with a transfer interval on the links of its route, Stream's hardware model).
+
+Notation: ``x_ik`` μop ``i`` on core ``k`` (fixed when the allocation is given); ``K_i`` its
+allowed cores; ``D(p)`` consumers of data from ``p`` (edges with data > 0); ``τ_pac`` the
+transfer of ``p``'s output from core ``a`` to core ``c``, present iff ``p`` is on ``a`` and some
+consumer on ``c ≠ a``; ``ω_kc`` DRAM tensor ``k`` sent to core ``c``. Every transfer interval has
+the fixed length ``⌈data / min bandwidth on its route⌉`` and joins the NoOverlap of every link
+(bus) on its route.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
+
+
+class RoutedModel:
+    """CP-SAT model of a :class:`RoutedInstance`; minimises the makespan.
+
+    Parameters
+    ----------
+    inst
+        The instance (fixed or free allocation).
+    horizon
+        Makespan of a known schedule: an upper bound for every time variable.
+    """
+
+    def __init__(self, inst: RoutedInstance, horizon: int) -> None:
+        self.inst, self.H = inst, int(horizon)
+        self.model = cp_model.CpModel()
+        self.res_intervals: dict[int, list[Any]] = defaultdict(list)
+        self.core_intervals: dict[int, list[Any]] = defaultdict(list)
+        for add in (
+            self._operations,
+            self._precedence,
+            self._output_transfers,
+            self._dram_transfers,
+            self._links,
+            self._cores,
+            self._objective,
+        ):
+            add()
+
+    def _lit(self, i: int, k: int) -> Any:
+        return self.x[i].get(k, False)
+
+    def _operations(self) -> None:
+        """Each μop runs once, on one allowed core, for that core's latency.
+
+        .. math:: \\sum_{k \\in K_i} x_{ik} = 1, \\qquad
+                  x_{ik} \\Rightarrow e_i = s_i + d_{ik}
+        """
+        inst, m = self.inst, self.model
+        d = inst.duration
+        self.s, self.e, self.x = [], [], []
+        for i in range(inst.n):
+            ks = np.flatnonzero(inst.mask[i]).tolist()
+            s = m.new_int_var(0, self.H, f"s{i}")
+            e = m.new_int_var(0, self.H, f"e{i}")
+            x: dict[int, Any] = {}
+            if len(ks) == 1:
+                x[ks[0]] = True
+                self.core_intervals[ks[0]].append(m.new_interval_var(s, int(d[i, ks[0]]), e, ""))
+            else:
+                for k in ks:
+                    x[k] = m.new_bool_var(f"x{i},{k}")
+                    self.core_intervals[k].append(
+                        m.new_optional_interval_var(s, int(d[i, k]), e, x[k], "")
+                    )
+                m.add_exactly_one(x.values())
+            self.s.append(s)
+            self.e.append(e)
+            self.x.append(x)
+
+    def _precedence(self) -> None:
+        """Every edge orders its μops; transfers add more below.
+
+        .. math:: e_p \\le s_q \\quad \\forall (p, q) \\in E
+        """
+        g = self.inst.graph
+        for p, q in zip(g.src.tolist(), g.dst.tolist(), strict=True):
+            self.model.add(self.e[p] <= self.s[q])
+
+    def _transfer(self, key: tuple[int, int, int], data: int, route: tuple[int, ...], lit: Any):
+        """An interval of ``⌈data / bw⌉`` cycles on ``route``, present when ``lit``."""
+        m = self.model
+        cyc = self.inst.topology.cycles(data, route)
+        t = m.new_int_var(0, self.H, f"t{key}")
+        iv = (
+            m.new_fixed_size_interval_var(t, cyc, "")
+            if lit is True
+            else m.new_optional_fixed_size_interval_var(t, cyc, lit, "")
+        )
+        for x in route:
+            self.res_intervals[int(self.inst.topology.resource_of[x])].append(iv)
+        self.tstart[key] = t
+        return t, cyc
+
+    def _output_transfers(self) -> None:
+        """A producer's output goes once to every other core hosting one of its data consumers,
+        after the producer ends and before each of those consumers starts.
+
+        .. math:: \\tau_{pac} \\Leftarrow x_{pa} \\wedge x_{qc} \\ (q \\in D(p),\\ a \\ne c),
+                  \\qquad t_{pac} \\ge e_p, \\qquad
+                  x_{pa} \\wedge x_{qc} \\Rightarrow s_q \\ge t_{pac} + \\lceil b_p / B \\rceil
+        """
+        inst, m = self.inst, self.model
+        g = inst.graph
+        self.tstart: dict[tuple[int, int, int], Any] = {}
+        data_edge = np.flatnonzero(g.bytes > 0)
+        consumers: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        for e in data_edge.tolist():
+            consumers[int(g.src[e])].append((int(g.dst[e]), int(g.bytes[e])))
+        for p, cons in consumers.items():
+            data = max(b for _, b in cons)
+            for c in sorted({k for q, _ in cons for k in self.x[q]}):
+                users = [q for q, _ in cons if c in self.x[q]]
+                for a in self.x[p]:
+                    if a == c:
+                        continue
+                    pa = self._lit(p, a)
+                    if pa is True and all(self._lit(q, c) is True for q in users):
+                        lit: Any = True
+                    else:
+                        lit = m.new_bool_var(f"z{p},{a},{c}")
+                        for q in users:
+                            both = [v for v in (pa, self._lit(q, c)) if v is not True]
+                            m.add_bool_or([lit, *[v.Not() for v in both]])
+                    t, cyc = self._transfer((p, a, c), data, inst.route(a, c), lit)
+                    m.add(t >= self.e[p]).only_enforce_if([] if lit is True else [lit])
+                    for q in users:
+                        cond = [v for v in (pa, self._lit(q, c)) if v is not True]
+                        m.add(self.s[q] >= t + cyc).only_enforce_if(cond)
+
+    def _dram_transfers(self) -> None:
+        """A DRAM tensor goes once to every core hosting one of its consumers, before they start.
+
+        .. math:: \\omega_{kc} \\Leftarrow x_{qc} \\ (q \\in \\text{cons}(k)), \\qquad
+                  x_{qc} \\Rightarrow s_q \\ge t_{kc} + \\lceil b_k / B \\rceil
+        """
+        inst, m = self.inst, self.model
+        for k, tensor in enumerate(inst.dram):
+            if tensor.data <= 0:
+                continue
+            cons = tensor.consumers.tolist()
+            for c in sorted({a for q in cons for a in self.x[q]}):
+                users = [q for q in cons if c in self.x[q]]
+                if all(self._lit(q, c) is True for q in users):
+                    lit: Any = True
+                else:
+                    lit = m.new_bool_var(f"w{k},{c}")
+                    for q in users:
+                        m.add_implication(self._lit(q, c), lit)
+                t, cyc = self._transfer((-1 - k, -1, c), tensor.data, inst.route(-1, c), lit)
+                for q in users:
+                    cond = [v for v in (self._lit(q, c),) if v is not True]
+                    m.add(self.s[q] >= t + cyc).only_enforce_if(cond)
+
+    def _links(self) -> None:
+        """One transfer at a time on each link (each bus).
+
+        .. math:: \\text{NoOverlap}(\\{\\tau : \\ell \\in \\text{route}(\\tau)\\})
+                  \\quad \\forall \\ell
+        """
+        for ivs in self.res_intervals.values():
+            if len(ivs) > 1:
+                self.model.add_no_overlap(ivs)
+
+    def _cores(self) -> None:
+        """One μop at a time on each core.
+
+        .. math:: \\text{NoOverlap}(\\{[s_i, e_i) : x_{ik}\\}) \\quad \\forall k
+        """
+        for ivs in self.core_intervals.values():
+            if len(ivs) > 1:
+                self.model.add_no_overlap(ivs)
+
+    def _objective(self) -> None:
+        """Makespan, bounded below by :meth:`RoutedInstance.lower_bound`.
+
+        .. math:: \\min T, \\qquad T \\ge e_i \\ \\forall i, \\qquad T \\ge LB
+        """
+        m = self.model
+        self.T = m.new_int_var(self.inst.lower_bound(), self.H, "T")
+        sinks = np.flatnonzero(np.diff(self.inst.graph.succ_ptr) == 0).tolist()
+        m.add_max_equality(self.T, [self.e[i] for i in sinks])
+        m.minimize(self.T)
+
+    def hint(self, sched: RoutedSchedule) -> None:
+        """Warm start from a feasible schedule (all decision variables)."""
+        m = self.model
+        m.clear_hints()
+        end = sched.end(self.inst)
+        for i in range(self.inst.n):
+            m.add_hint(self.s[i], int(sched.start[i]))
+            m.add_hint(self.e[i], int(end[i]))
+            for k, v in self.x[i].items():
+                if v is not True:
+                    m.add_hint(v, k == sched.core[i])
+        tr = required_transfers(self.inst, sched.core)
+        for t in range(tr.size):
+            src, c = tr.key(t)
+            a = -1 if src < 0 else int(sched.core[src])
+            m.add_hint(self.tstart[(src, a, c)], int(sched.tstart[t]))
+        m.add_hint(self.T, sched.makespan(self.inst))
+
+    def decode(self, solver: Any) -> RoutedSchedule:
+        """The schedule in a solved ``CpSolver`` (or anything with ``value``/``boolean_value``)."""
+        inst = self.inst
+        start = np.array([solver.value(v) for v in self.s], dtype=np.int64)
+        core = np.array(
+            [next(k for k, v in x.items() if v is True or solver.boolean_value(v)) for x in self.x],
+            dtype=np.int64,
+        )
+        tr = required_transfers(inst, core)
+        ts = np.array(
+            [
+                solver.value(self.tstart[(s, -1 if s < 0 else int(core[s]), c)])
+                for s, c in (tr.key(t) for t in range(tr.size))
+            ],
+            dtype=np.int64,
+        )
+        return RoutedSchedule(start, core, ts, ts + tr.cycles)

@@ -1,0 +1,204 @@
+"""The global buffer of Flexer's memory manager (§4.1) and the fixed regions of loop-order
+schedules (Fig. 5b).
+
+:class:`Buffer` is a list of contiguous segments in address order, each free or holding one data
+tile, with the time from which a free segment may be reused. A request for ``size`` bytes is
+served in three steps (§4.1):
+
+1. **in place** — a free segment of exactly ``size`` bytes (a dead block of the same size);
+2. **best fit** — the smallest hole (maximal run of free segments) of at least ``size`` bytes;
+3. **spill** — the policy (Algorithm 2 or Table 2's alternatives,
+   :mod:`npusched.heuristics.flexer.spill`) names live blocks to evict; the caller's ``evict``
+   frees each (writing back partial sums) and returns when its space is free; then best fit.
+
+:class:`Regions` is the static baseline's memory: one region per data type, cut into equal slots
+at fixed addresses; a tile goes into a free slot of its type's region, or replaces the least
+recently used unpinned tile of that region.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Sequence
+
+from npusched.heuristics.flexer.spill import POLICIES, SpillPolicy
+
+FREE = -1
+#: evict(data) → time from which the data's space is free
+Evict = Callable[[int], int]
+
+
+class NoFit(Exception):
+    """The request cannot be placed even after spilling every unpinned block."""
+
+
+class Buffer:
+    """Contiguous global buffer of ``capacity`` bytes managed as in Flexer §4.1.
+
+    ``segs`` holds ``[size, data, free_at]`` per segment in address order (``data = FREE`` for
+    free space, ``free_at`` the time it became free).
+    """
+
+    def __init__(self, capacity: int, policy: str | SpillPolicy = "flexer") -> None:
+        self.capacity = capacity
+        self.segs: list[list[int]] = [[capacity, FREE, 0]]
+        self.now = 0  # when the set being placed could start; space free by then goes first
+        self.policy = POLICIES[policy] if isinstance(policy, str) else policy
+
+    def copy(self) -> Buffer:
+        out = Buffer.__new__(Buffer)
+        out.capacity, out.policy, out.now = self.capacity, self.policy, self.now
+        out.segs = [s[:] for s in self.segs]
+        return out
+
+    def used(self) -> int:
+        return sum(s[0] for s in self.segs if s[1] != FREE)
+
+    def address(self, data: int) -> int:
+        addr = 0
+        for size, d, _ in self.segs:
+            if d == data:
+                return addr
+            addr += size
+        raise KeyError(data)
+
+    def free(self, data: int, at: int) -> None:
+        """Mark ``data``'s block free from time ``at`` (it stays a separate segment so that an
+        equally sized tile can replace it in place)."""
+        for s in self.segs:
+            if s[1] == data:
+                s[1], s[2] = FREE, at
+                return
+        raise KeyError(data)
+
+    def place(
+        self,
+        data: int,
+        size: int,
+        pinned: Collection[int],
+        uses: Sequence[int],
+        evict: Evict,
+    ) -> int:
+        """Place ``data`` (``size`` bytes) and return the time from which its space is free.
+
+        ``pinned`` blocks are never spilled; ``uses[d]`` is the remaining uses of ``d``
+        (Algorithm 2's reuse term).
+        """
+        segs = self.segs
+        same = [i for i, (s, d, _) in enumerate(segs) if d == FREE and s == size]
+        if same:  # 1. in place: an equally sized dead block, free by now if possible
+            i = min(same, key=lambda i: (segs[i][2] > self.now, i))
+            segs[i][1] = data
+            return segs[i][2]
+        hole = self._best_fit(size)
+        if hole is None:  # 3. spill
+            live = [d != FREE for _, d, _ in segs]
+            victims = self.policy(
+                [s for s, _, _ in segs],
+                [uses[d] if d != FREE else 0 for _, d, _ in segs],
+                [d not in pinned for _, d, _ in segs],
+                live,
+                size,
+            )
+            if victims is None:
+                raise NoFit(f"{size} bytes do not fit next to the pinned blocks")
+            for i in victims:
+                if segs[i][1] != FREE:
+                    d = segs[i][1]
+                    segs[i][1], segs[i][2] = FREE, evict(d)
+            hole = self._best_fit(size)
+            assert hole is not None, "the spill policy freed too little"
+        return self._take(hole, data, size)
+
+    def _best_fit(self, size: int) -> tuple[int, int] | None:
+        """2. The smallest hole ``[i, j)`` of free segments with at least ``size`` bytes, among
+        those free by :attr:`now` if any (ties: lowest address)."""
+        best: tuple[int, int, int, int] | None = None  # (hole bytes, free_at, i, j)
+        segs, n, i = self.segs, len(self.segs), 0
+        while i < n:
+            if segs[i][1] != FREE:
+                i += 1
+                continue
+            j, total, at = i, 0, 0
+            while j < n and segs[j][1] == FREE and total < size:
+                total += segs[j][0]
+                at = max(at, segs[j][2])
+                j += 1
+            if total >= size:
+                whole = total
+                k = j
+                while k < n and segs[k][1] == FREE:
+                    whole += segs[k][0]
+                    k += 1
+                key = (at > self.now, whole, i, j)
+                if best is None or key[:2] < best[:2]:
+                    best = key
+                i = k
+            else:
+                i = j
+        return None if best is None else (best[2], best[3])
+
+    def _take(self, hole: tuple[int, int], data: int, size: int) -> int:
+        """Put ``data`` at the start of free segments ``[i, j)`` (which hold ≥ ``size`` bytes);
+        the rest of the last segment stays free with its own time."""
+        i, j = hole
+        segs = self.segs
+        at = max(segs[k][2] for k in range(i, j))
+        total = sum(segs[k][0] for k in range(i, j))
+        rest = [] if total == size else [[total - size, FREE, segs[j - 1][2]]]
+        segs[i:j] = [[size, data, at], *rest]
+        return at
+
+
+class Regions:
+    """Fixed regions of a loop-order schedule (Fig. 5b): ``slots[t]`` slots of ``slot_bytes[t]``
+    bytes for data type ``t``, at fixed addresses, with least-recently-used replacement.
+
+    Free slots of a region sit in a heap by the time they became free (ties: lowest slot);
+    occupied ones in an LRU queue (least recently used first)."""
+
+    def __init__(self, slots: Sequence[int], slot_bytes: Sequence[int], types: Sequence[int]):
+        self.types = types
+        self.base: list[int] = []
+        addr = 0
+        for n, b in zip(slots, slot_bytes, strict=True):
+            self.base.append(addr)
+            addr += n * b
+        self.size = addr
+        self.slot_bytes = list(slot_bytes)
+        self.n_slots = list(slots)
+        self.free_slots: list[list[tuple[int, int]]] = [[(0, k) for k in range(n)] for n in slots]
+        self.lru: list[OrderedDict[int, int]] = [OrderedDict() for _ in slots]
+        self.where: dict[int, tuple[int, int]] = {}
+
+    def address(self, data: int) -> int:
+        t, k = self.where[data]
+        return self.base[t] + k * self.slot_bytes[t]
+
+    def touch(self, data: int) -> None:
+        self.lru[self.where[data][0]].move_to_end(data)
+
+    def free(self, data: int, at: int) -> None:
+        t, k = self.where.pop(data)
+        del self.lru[t][data]
+        heapq.heappush(self.free_slots[t], (at, k))
+
+    def place(
+        self, data: int, size: int, pinned: Collection[int], uses: Sequence[int], evict: Evict
+    ) -> int:
+        t = self.types[data]
+        if not self.n_slots[t]:
+            raise NoFit(f"no region for data type {t}")
+        if self.free_slots[t]:
+            at, k = heapq.heappop(self.free_slots[t])
+        else:
+            victim = next((d for d in self.lru[t] if d not in pinned), None)
+            if victim is None:
+                raise NoFit(f"every slot of region {t} is pinned")
+            k = self.where.pop(victim)[1]
+            del self.lru[t][victim]
+            at = evict(victim)
+        self.where[data] = (t, k)
+        self.lru[t][data] = k
+        return at

@@ -1,0 +1,193 @@
+"""List scheduling with transfers reserved on shared links (the role Stream's list scheduler plays,
+Stream paper §III-E, on the routed model of :mod:`npusched.problem.scheduling.routed`).
+
+μops are taken in priority order once all their producers are placed. For each allowed core the
+μop's inputs are booked tentatively: every missing producer output and DRAM tensor is put into the
+earliest window where all links of its route are free (insertion into gaps, so DRAM fetches move
+as early as the off-chip link allows). The μop goes to the core where it finishes first; its
+transfers are then committed. Cores run their μops in the order they receive them.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+
+import numpy as np
+
+from npusched.heuristics.scheduling.list_scheduling import Priority, resolve_priority
+from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
+
+
+class Timeline:
+    """Busy intervals of one link (or bus), sorted and disjoint."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def conflict(self, t: int, d: int) -> int | None:
+        """End of a busy interval that ``[t, t + d)`` overlaps, or ``None``."""
+        j = bisect_right(self.ends, t)  # first interval ending after t
+        if j < len(self.starts) and self.starts[j] < t + d:
+            return self.ends[j]
+        return None
+
+    def first_free(self, t: int, d: int) -> int:
+        """The earliest ``t' ≥ t`` with ``[t', t' + d)`` free (intervals are disjoint and
+        sorted, so each one in the way moves ``t'`` to its end and the next is the only one
+        left to check)."""
+        starts, ends = self.starts, self.ends
+        j = bisect_right(ends, t)
+        while j < len(starts) and starts[j] < t + d:
+            t = ends[j]
+            j += 1
+        return t
+
+    def after(self, t: int) -> list[tuple[int, int]]:
+        """Busy intervals that end after ``t``."""
+        j = bisect_right(self.ends, t)
+        return list(zip(self.starts[j:], self.ends[j:], strict=True))
+
+    def add(self, t: int, d: int) -> None:
+        j = bisect_right(self.starts, t)
+        self.starts.insert(j, t)
+        self.ends.insert(j, t + d)
+
+
+def _earliest(
+    lines: list[Timeline],
+    extra: list[list[tuple[int, int]]],
+    route: tuple[int, ...],
+    r: int,
+    d: int,
+) -> int:
+    """Earliest ``t ≥ r`` with ``[t, t + d)`` free on every resource of ``route`` (committed
+    intervals and the tentative ones in ``extra``)."""
+    t = r
+    moved = True
+    while moved:
+        moved = False
+        for x in route:
+            hit = lines[x].conflict(t, d)
+            if hit is None:
+                hit = max((e for s, e in extra[x] if s < t + d and t < e), default=None)
+            if hit is not None:
+                t, moved = hit, True
+    return t
+
+
+def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") -> RoutedSchedule:
+    """A feasible :class:`RoutedSchedule` built greedily (see the module docstring)."""
+    g, topo, n, m = inst.graph, inst.topology, inst.n, inst.m
+    dur, allowed = inst.duration, inst.mask
+    prio = _priority(inst, priority)
+    res = [tuple(int(topo.resource_of[x]) for x in r) for r in _all_routes(inst)]
+    lines = [Timeline() for _ in range(topo.num_resources)]
+    tensors_of: list[list[int]] = [[] for _ in range(n)]
+    for k, tensor in enumerate(inst.dram):
+        if tensor.data > 0:
+            for i in tensor.consumers.tolist():
+                tensors_of[i].append(k)
+    in_edges = np.argsort(g.dst, kind="stable")
+    output = np.zeros(n, dtype=np.int64)
+    np.maximum.at(output, g.src, g.bytes)
+    arrived: dict[tuple[int, int], int] = {}  # (source, core) -> arrival cycle
+    start = np.full(n, -1, dtype=np.int64)
+    core = np.full(n, -1, dtype=np.int64)
+    end = np.zeros(n, dtype=np.int64)
+    free = np.zeros(m, dtype=np.int64)
+    indeg = np.diff(g.pred_ptr).copy()
+    ready = [(-prio[i], int(i)) for i in np.flatnonzero(indeg == 0)]
+    heapq.heapify(ready)
+    while ready:
+        _, i = heapq.heappop(ready)
+        edges = in_edges[g.pred_ptr[i] : g.pred_ptr[i + 1]]
+        best: tuple[int, int, list[tuple[tuple[int, int], tuple[int, ...], int, int]]] | None
+        best = None
+        for c in np.flatnonzero(allowed[i]).tolist():
+            est = int(free[c])
+            extra: list[list[tuple[int, int]]] = [[] for _ in lines]
+            booked = []
+            needs: list[tuple[int, int, int]] = []  # (source key, release, data)
+            for e in edges.tolist():
+                p = int(g.src[e])
+                if g.bytes[e] == 0 or core[p] == c:
+                    est = max(est, int(end[p]))
+                else:
+                    needs.append((p, int(end[p]), int(output[p])))
+            needs += [(-1 - k, 0, inst.dram[k].data) for k in tensors_of[i]]
+            seen: set[int] = set()
+            for src, release, data in sorted(needs, key=lambda x: x[1]):
+                if src in seen:
+                    continue
+                seen.add(src)
+                if (src, c) in arrived:
+                    est = max(est, arrived[(src, c)])
+                    continue
+                a = -1 if src < 0 else int(core[src])
+                route = res[_route_id(a, c, m)]
+                cyc = topo.cycles(data, inst.route(a, c))
+                t = _earliest(lines, extra, route, release, cyc)
+                for x in route:
+                    extra[x].append((t, t + cyc))
+                booked.append(((src, c), route, t, cyc))
+                est = max(est, t + cyc)
+            fin = est + int(dur[i, c])
+            if best is None or fin < best[0]:
+                best = (fin, c, booked)
+        assert best is not None
+        fin, c, booked = best
+        for key, route, t, cyc in booked:
+            for x in route:
+                lines[x].add(t, cyc)
+            arrived[key] = t + cyc
+        start[i], core[i], end[i] = fin - dur[i, c], c, fin
+        free[c] = fin
+        for j in g.succs(i).tolist():
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(ready, (-prio[j], j))
+    if (start < 0).any():
+        raise RuntimeError("routed list scheduling stalled: the graph is not acyclic")
+    return _with_transfers(inst, start, core, arrived)
+
+
+def _priority(inst: RoutedInstance, priority: Priority) -> np.ndarray:
+    """``blevel``/``alap`` (longest path to the end) or ``asap`` at the fastest allowed latencies,
+    or a user function of the base instance."""
+    if not isinstance(priority, str):
+        return resolve_priority(inst.base, priority)
+    d, g = inst.min_duration, inst.graph
+    if priority in ("blevel", "alap"):
+        return g.tails(d).astype(float)
+    if priority == "asap":
+        return -g.heads(d).astype(float)
+    raise ValueError(f"unknown priority {priority!r}; choose blevel, alap or asap")
+
+
+def _route_id(a: int, c: int, m: int) -> int:
+    return (a + 1) * m + c
+
+
+def _all_routes(inst: RoutedInstance) -> list[tuple[int, ...]]:
+    """Routes indexed by :func:`_route_id` (source ``-1`` is the DRAM core)."""
+    m = inst.m
+    dram = inst.topology.dram is not None
+    return [
+        inst.route(a, c) if (a != c and (a >= 0 or dram)) else ()
+        for a in range(-1, m)
+        for c in range(m)
+    ]
+
+
+def _with_transfers(
+    inst: RoutedInstance,
+    start: np.ndarray,
+    core: np.ndarray,
+    arrived: dict[tuple[int, int], int],
+) -> RoutedSchedule:
+    """Attach the booked transfer windows in the canonical order of the assignment."""
+    tr = required_transfers(inst, core)
+    tend = np.array([arrived[tr.key(t)] for t in range(tr.size)], dtype=np.int64)
+    return RoutedSchedule(start, core, tend - tr.cycles, tend)

@@ -1,0 +1,432 @@
+"""Scheduling with routed transfers: links and buses shared one transfer at a time, an off-chip
+DRAM core, and tensors sent once per destination core (Stream's hardware model, §III-D/E of the
+Stream paper, with its exported topology).
+
+A :class:`RoutedInstance` is a μop DAG on compute cores (``base``) plus
+
+- a :class:`Topology`: directed links (or buses, links with one ``bus_id``) with a bandwidth in
+  data units per cycle, and a route (list of link indices) between every pair of cores including
+  the DRAM core;
+- which cores each μop may run on (``allowed``): Stream's allocation fixed (one core each) or free
+  within each CN's ``possible_cores``;
+- :class:`DramTensor` s: constant operands (weights, first-layer inputs) that start in DRAM;
+- optionally a ``preferred`` allocation (Stream's), one of the warm starts of free allocations.
+
+Given the cores of all μops, the transfers are determined (:func:`required_transfers`):
+
+- producer ``p`` sends its output (its largest edge) once to every other core that hosts a
+  consumer of data from ``p`` (edges with ``bytes > 0``; edges with 0 only order μops), however
+  many consumers sit there;
+- every DRAM tensor goes once to every core that hosts one of its consumers.
+
+A transfer occupies every link of its route at once for at least ``⌈data / min bandwidth⌉``
+cycles, and each link (each bus) carries one transfer at a time. It starts after its producer
+ends (DRAM tensors: at 0 or later) and ends before every consumer it serves starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from npusched.problem.scheduling.accelerator import Accelerator
+from npusched.problem.scheduling.dag import IntArray
+from npusched.problem.scheduling.instance import SchedulingInstance
+from npusched.problem.scheduling.noc import Mesh
+
+BoolArray = NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Link:
+    """A directed link ``sender → receiver`` (``receiver = None``: to any core, as Stream's
+    off-chip link), ``bandwidth`` data units per cycle. Links with one ``bus_id >= 0`` form a
+    bus: one transfer at a time on all of them together."""
+
+    id: int
+    sender: int
+    receiver: int | None
+    bandwidth: float
+    bus_id: int = -1
+    offchip: bool = False
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.bandwidth <= 0:
+            raise ValueError(f"link {self.id}: bandwidth must be positive, got {self.bandwidth}")
+
+
+@dataclass(frozen=True, eq=False)
+class Topology:
+    """Links, routes between core ids, and the id of the off-chip DRAM core (if any)."""
+
+    links: tuple[Link, ...]
+    routes: dict[tuple[int, int], tuple[int, ...]]
+    dram: int | None = None
+    hop_latency: int = 0
+    resource_of: IntArray = field(init=False, repr=False)
+    link_index: dict[int, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        ids = [ln.id for ln in self.links]
+        if len(set(ids)) != len(ids):
+            raise ValueError("duplicate link ids")
+        index = {lid: k for k, lid in enumerate(ids)}
+        routes: dict[tuple[int, int], tuple[int, ...]] = {}
+        for (a, b), route in self.routes.items():
+            if a == b:
+                continue
+            try:
+                routes[(a, b)] = tuple(index[lid] for lid in route)
+            except KeyError as err:
+                raise ValueError(f"route {a}->{b} names unknown link {err.args[0]}") from None
+            if not route:
+                raise ValueError(f"route {a}->{b} is empty")
+        # one resource per link, shared by all links of a bus
+        buses: dict[int, int] = {}
+        res = []
+        for k, ln in enumerate(self.links):
+            if ln.bus_id >= 0:
+                res.append(buses.setdefault(ln.bus_id, len(self.links) + len(buses)))
+            else:
+                res.append(k)
+        _, dense = np.unique(np.asarray(res), return_inverse=True)
+        object.__setattr__(self, "routes", routes)
+        object.__setattr__(self, "resource_of", dense.astype(np.int64))
+        object.__setattr__(self, "link_index", index)
+
+    @property
+    def num_resources(self) -> int:
+        return int(self.resource_of.max()) + 1 if self.links else 0
+
+    def route(self, a: int, b: int) -> tuple[int, ...]:
+        """Link indices from core id ``a`` to core id ``b`` (empty when ``a == b``)."""
+        if a == b:
+            return ()
+        try:
+            return self.routes[(a, b)]
+        except KeyError:
+            raise ValueError(f"no route from core {a} to core {b}") from None
+
+    def cycles(self, data: int, route: tuple[int, ...]) -> int:
+        """``hops · hop_latency + ⌈data / min bandwidth on the route⌉``: the shortest time the
+        transfer can take (it holds every link of its route meanwhile)."""
+        if not route or data <= 0:
+            return 0
+        bw = min(self.links[k].bandwidth for k in route)
+        return len(route) * self.hop_latency + int(np.ceil(data / bw - 1e-9))
+
+    @classmethod
+    def from_mesh(
+        cls, accelerator: Accelerator, bandwidth: float, hop_latency: int = 0
+    ) -> Topology:
+        """The directed links of the accelerator's mesh with XY routes between its cores."""
+        if accelerator.mesh is None or accelerator.cells() is None:
+            raise ValueError("the accelerator has no mesh")
+        mesh = Mesh(*accelerator.mesh)
+        links = tuple(
+            Link(k, a, b, bandwidth, name=f"{a}->{b}") for k, (a, b) in enumerate(mesh.links)
+        )
+        cells = accelerator.cells()
+        assert cells is not None
+        ids = [c.id for c in accelerator.cores]
+        routes = {
+            (ids[i], ids[j]): tuple(mesh.route(cells[i], cells[j]))
+            for i in range(len(ids))
+            for j in range(len(ids))
+            if i != j
+        }
+        return cls(links, routes, None, hop_latency)
+
+
+@dataclass(frozen=True)
+class DramTensor:
+    """A constant operand in DRAM: ``data`` units read by ``consumers`` (μop indices)."""
+
+    name: str
+    data: int
+    consumers: IntArray
+
+    def __post_init__(self) -> None:
+        if self.data < 0:
+            raise ValueError(f"DRAM tensor {self.name}: negative size {self.data}")
+        object.__setattr__(self, "consumers", np.unique(np.asarray(self.consumers, np.int64)))
+
+
+@dataclass(frozen=True, eq=False)
+class RoutedInstance:
+    """A scheduling instance whose transfers travel over a :class:`Topology`."""
+
+    base: SchedulingInstance
+    topology: Topology
+    allowed: BoolArray | None = None
+    dram: tuple[DramTensor, ...] = ()
+    data_unit: str = "bits"
+    preferred: IntArray | None = None
+
+    def __post_init__(self) -> None:
+        n, m = self.base.n, self.base.m
+        allowed = (
+            np.ones((n, m), dtype=bool)
+            if self.allowed is None
+            else np.asarray(self.allowed, dtype=bool)
+        )
+        if allowed.shape != (n, m):
+            raise ValueError(f"allowed has shape {allowed.shape}, expected ({n}, {m})")
+        none = np.flatnonzero(~allowed.any(axis=1))
+        if none.size:
+            raise ValueError(f"μop {self.base.graph.ids[none[0]]} may run on no core")
+        allowed.setflags(write=False)
+        object.__setattr__(self, "allowed", allowed)
+        core_ids = [c.id for c in self.base.accelerator.cores]
+        targets = core_ids + ([self.topology.dram] if self.topology.dram is not None else [])
+        for a in targets:
+            for b in core_ids:
+                self.topology.route(a, b)  # raises when a route is missing
+        for t in self.dram:
+            if t.consumers.size and (t.consumers[0] < 0 or t.consumers[-1] >= n):
+                raise ValueError(f"DRAM tensor {t.name} names a μop outside 0..{n - 1}")
+        if self.dram and self.topology.dram is None:
+            raise ValueError("DRAM tensors need a DRAM core in the topology")
+        if self.preferred is not None:
+            pref = np.asarray(self.preferred, dtype=np.int64)
+            if pref.shape != (n,) or not allowed[np.arange(n), pref].all():
+                raise ValueError("the preferred allocation must give each μop an allowed core")
+            object.__setattr__(self, "preferred", pref)
+
+    @classmethod
+    def from_mesh(cls, inst: SchedulingInstance) -> RoutedInstance:
+        """A mesh instance with link contention: its mesh links (bandwidth and hop latency of
+        the accelerator) carry transfers one at a time along XY routes; data in bytes."""
+        acc = inst.accelerator
+        if acc.link_bandwidth is None:
+            raise ValueError("link contention needs a link bandwidth")
+        topo = Topology.from_mesh(acc, acc.link_bandwidth, acc.hop_latency)
+        return cls(inst, topo, data_unit="bytes")
+
+    def restricted(self, core: IntArray) -> RoutedInstance:
+        """The same instance with the allocation fixed to ``core`` (core index per μop)."""
+        mask = np.zeros_like(self.mask)
+        mask[np.arange(self.n), np.asarray(core)] = True
+        return replace(self, allowed=mask)
+
+    # the scheduling instance's nouns, for code that only needs those
+    @property
+    def graph(self) -> Any:
+        return self.base.graph
+
+    @property
+    def accelerator(self) -> Any:
+        return self.base.accelerator
+
+    @property
+    def duration(self) -> IntArray:
+        return self.base.duration
+
+    @property
+    def name(self) -> str:
+        return self.base.name
+
+    @property
+    def source(self) -> dict[str, Any]:
+        return self.base.source
+
+    @property
+    def reference(self) -> Any:
+        return self.base.reference
+
+    @property
+    def n(self) -> int:
+        return self.base.n
+
+    @property
+    def m(self) -> int:
+        return self.base.m
+
+    @property
+    def mask(self) -> BoolArray:
+        assert self.allowed is not None
+        return self.allowed
+
+    @property
+    def fixed_allocation(self) -> bool:
+        return bool((self.mask.sum(axis=1) == 1).all())
+
+    @property
+    def min_duration(self) -> IntArray:
+        """Fastest latency of each μop over its allowed cores."""
+        return np.where(self.mask, self.duration, np.iinfo(np.int64).max).min(axis=1)
+
+    def route(self, a: int, b: int) -> tuple[int, ...]:
+        """Route between core indices (``-1`` = the DRAM core)."""
+        ids = self.accelerator.cores
+        sa = self.topology.dram if a < 0 else ids[a].id
+        assert sa is not None
+        return self.topology.route(sa, ids[b].id)
+
+    def _bandwidths(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(m, m)`` bottleneck bandwidth between cores (inf on the diagonal) and ``(m,)`` from
+        the DRAM core (0 without one)."""
+        bw = np.full((self.m, self.m), np.inf)
+        for a in range(self.m):
+            for c in range(self.m):
+                if a != c:
+                    bw[a, c] = min(self.topology.links[x].bandwidth for x in self.route(a, c))
+        dram = np.zeros(self.m)
+        if self.topology.dram is not None:
+            dram = np.array(
+                [
+                    min(self.topology.links[x].bandwidth for x in self.route(-1, c))
+                    for c in range(self.m)
+                ]
+            )
+        return bw, dram
+
+    def lower_bound(self) -> int:
+        """A makespan bound valid for every allowed assignment and any transfer timing.
+
+        The largest of:
+
+        - the critical path with each μop at its fastest allowed latency, where a data edge
+          whose ends can share no core costs its fastest possible transfer, and a μop cannot start
+          before its DRAM tensors can arrive on any of its cores;
+        - the load of μops that can run on one core only, and ``⌈Σ fastest latencies / m⌉``;
+        - when all DRAM routes share a link: the DRAM traffic on it (each tensor once per core
+          its consumers are forced onto, at least once, at the route's bandwidth) plus the
+          shortest remaining path of a DRAM consumer: the fetch that ends last still has to be
+          consumed.
+        """
+        d = self.min_duration
+        g, mask = self.graph, self.mask
+        bw, dram_bw = self._bandwidths()
+        output = np.zeros(self.n, dtype=np.int64)
+        np.maximum.at(output, g.src, g.bytes)
+        pair = mask[g.src][:, :, None] & mask[g.dst][:, None, :]
+        best = np.where(pair, bw[None], 0.0).max(axis=(1, 2))
+        weight = np.where(g.bytes > 0, np.ceil(output[g.src] / best - 1e-9), 0).astype(np.int64)
+        head = np.zeros(self.n, dtype=np.int64)
+        for t in self.dram:
+            if t.data > 0 and t.consumers.size:
+                fastest = np.where(mask[t.consumers], dram_bw[None], 0.0).max(axis=1)
+                np.maximum.at(head, t.consumers, np.ceil(t.data / fastest - 1e-9).astype(np.int64))
+        in_edges = np.argsort(g.dst, kind="stable")
+        for q in g.topo.tolist():
+            e = in_edges[g.pred_ptr[q] : g.pred_ptr[q + 1]]
+            if e.size:
+                p = g.src[e]
+                head[q] = max(head[q], int((head[p] + d[p] + weight[e]).max()))
+        bound = max(int((head + d).max()), -(-int(d.sum()) // self.m))
+        only = mask.sum(axis=1) == 1
+        if only.any():
+            core = np.argmax(mask, axis=1)
+            load = np.bincount(core[only], weights=d[only], minlength=self.m)
+            bound = max(bound, int(load.max()))
+        used = [t for t in self.dram if t.data > 0 and t.consumers.size]
+        if used:
+            routes = [self.route(-1, k) for k in range(self.m)]
+            shared = set.intersection(
+                *({int(self.topology.resource_of[x]) for x in r} for r in routes)
+            )
+            if shared:
+                traffic = 0
+                for t in used:
+                    forced = np.unique(np.argmax(mask[t.consumers], axis=1)[only[t.consumers]])
+                    if forced.size:
+                        traffic += int(np.ceil(t.data / dram_bw[forced] - 1e-9).sum())
+                    else:
+                        traffic += int(np.ceil(t.data / dram_bw.max() - 1e-9))
+                tail = g.tails(d)
+                last = min(int(tail[t.consumers].min()) for t in used)
+                bound = max(bound, traffic + last)
+        return bound
+
+
+@dataclass(frozen=True, eq=False)
+class Transfers:
+    """The transfers an assignment needs, in a canonical order (see :func:`required_transfers`).
+
+    ``src[t]`` is the producing μop, or ``-1 - k`` for DRAM tensor ``k``; ``dst_core[t]`` the
+    receiving core index; ``data``, ``route`` (link indices), ``cycles`` (minimum duration) and
+    ``serves[t]`` (μops on the destination core that wait for it).
+    """
+
+    src: IntArray
+    dst_core: IntArray
+    data: IntArray
+    cycles: IntArray
+    route: tuple[tuple[int, ...], ...]
+    serves: tuple[IntArray, ...]
+
+    @property
+    def size(self) -> int:
+        return int(self.src.size)
+
+    def key(self, t: int) -> tuple[int, int]:
+        return int(self.src[t]), int(self.dst_core[t])
+
+
+def required_transfers(inst: RoutedInstance, core: IntArray) -> Transfers:
+    """Transfers needed when μop ``i`` runs on core index ``core[i]``.
+
+    Producer outputs first (by producer, then destination core), then DRAM tensors (by tensor,
+    then core). A producer sends its output: the largest of its edges (in Stream's exports every
+    edge carries the whole output).
+    """
+    g = inst.graph
+    core = np.asarray(core, dtype=np.int64)
+    output = np.zeros(inst.n, dtype=np.int64)
+    np.maximum.at(output, g.src, g.bytes)
+    data_edge = g.bytes > 0
+    src, dst = g.src[data_edge], g.dst[data_edge]
+    remote = core[src] != core[dst]
+    src, dst = src[remote], dst[remote]
+    key = src * inst.m + core[dst]
+    order = np.lexsort((dst, key))
+    src, dst, key = src[order], dst[order], key[order]
+    rows: list[tuple[int, int, int, tuple[int, ...], IntArray]] = []
+    if key.size:
+        cut = np.flatnonzero(np.diff(key)) + 1
+        for lo, hi in zip(np.r_[0, cut], np.r_[cut, key.size], strict=True):
+            p, c = int(src[lo]), int(core[dst[lo]])
+            rows.append((p, c, int(output[p]), inst.route(int(core[p]), c), dst[lo:hi]))
+    for k, tensor in enumerate(inst.dram):
+        if tensor.data <= 0 or not tensor.consumers.size:
+            continue
+        cons = tensor.consumers
+        for c in np.unique(core[cons]).tolist():
+            rows.append((-1 - k, c, tensor.data, inst.route(-1, c), cons[core[cons] == c]))
+    topo = inst.topology
+    return Transfers(
+        np.array([r[0] for r in rows], dtype=np.int64),
+        np.array([r[1] for r in rows], dtype=np.int64),
+        np.array([r[2] for r in rows], dtype=np.int64),
+        np.array([topo.cycles(r[2], r[3]) for r in rows], dtype=np.int64),
+        tuple(r[3] for r in rows),
+        tuple(r[4] for r in rows),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class RoutedSchedule:
+    """Start and core of every μop, and the window ``[tstart, tend)`` of each transfer of
+    ``required_transfers(instance, core)`` in its canonical order."""
+
+    start: IntArray
+    core: IntArray
+    tstart: IntArray
+    tend: IntArray
+
+    def __post_init__(self) -> None:
+        for name in ("start", "core", "tstart", "tend"):
+            object.__setattr__(
+                self, name, np.asarray(getattr(self, name), dtype=np.int64).reshape(-1)
+            )
+
+    def end(self, inst: RoutedInstance) -> IntArray:
+        return self.start + inst.duration[np.arange(inst.n), self.core]
+
+    def makespan(self, inst: RoutedInstance) -> int:
+        return int(self.end(inst).max())

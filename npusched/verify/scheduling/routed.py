@@ -1,0 +1,115 @@
+"""Check a schedule with routed transfers (:mod:`npusched.problem.scheduling.routed`) without
+trusting the method that produced it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
+from npusched.problem.scheduling.schedule import Schedule
+from npusched.verify.scheduling.schedule import VerifyReport, verify
+
+
+def verify_routed(
+    inst: RoutedInstance, sched: RoutedSchedule, claimed_makespan: float | None = None
+) -> VerifyReport:
+    """Check ``sched`` against ``inst``.
+
+    On top of :func:`~npusched.verify.scheduling.schedule.verify` (one start and core per μop,
+    precedence,
+    no overlap on a core, recomputed makespan): every μop runs on an allowed core; the transfers
+    are exactly those the assignment needs (:func:`required_transfers`), each lasting at least
+    ``⌈data / min bandwidth⌉``, starting at or after its producer's end (DRAM tensors at or after
+    0) and ending at or before the start of every μop it serves; each link or bus carries one
+    transfer at a time (half-open windows).
+    """
+    base = verify(inst.base, Schedule(sched.start, sched.core), claimed_makespan)
+    if base.makespan is None:
+        return base
+    bad = base.violations
+    ids, cores = inst.graph.ids, inst.accelerator.cores
+    for i in np.flatnonzero(~inst.mask[np.arange(inst.n), sched.core]):
+        bad.append(f"μop {ids[i]} runs on core {cores[sched.core[i]].id}, which it may not use")
+    tr = required_transfers(inst, sched.core)
+    if sched.tstart.shape != (tr.size,) or sched.tend.shape != (tr.size,):
+        bad.append(
+            f"the assignment needs {tr.size} transfers, the schedule times {sched.tstart.size}"
+        )
+        return base
+    end = sched.end(inst)
+
+    def name(t: int) -> str:
+        s = int(tr.src[t])
+        what = f"DRAM tensor {inst.dram[-1 - s].name}" if s < 0 else f"output of {ids[s]}"
+        return f"transfer of {what} to core {cores[tr.dst_core[t]].id}"
+
+    for t in range(tr.size):
+        s, ts, te = int(tr.src[t]), int(sched.tstart[t]), int(sched.tend[t])
+        if ts < 0 and te < 0:
+            bad.append(f"{name(t)} is needed but not scheduled")
+            continue
+        if te - ts < tr.cycles[t]:
+            bad.append(f"{name(t)} takes {te - ts} cycles, less than {tr.cycles[t]}")
+        release = 0 if s < 0 else int(end[s])
+        if ts < release:
+            bad.append(f"{name(t)} starts at {ts}, before {release}")
+        late = tr.serves[t][sched.start[tr.serves[t]] < te]
+        for j in late[:3].tolist():
+            bad.append(f"{name(t)} ends at {te}, after μop {ids[j]} starts at {sched.start[j]}")
+    use_t, use_r = [], []
+    for t, route in enumerate(tr.route):
+        for x in route:
+            use_t.append(t)
+            use_r.append(int(inst.topology.resource_of[x]))
+    if use_t:
+        ut, ur = np.asarray(use_t), np.asarray(use_r)
+        busy = sched.tend[ut] > sched.tstart[ut]
+        ut, ur = ut[busy], ur[busy]
+        order = np.lexsort((sched.tstart[ut], ur))
+        ut, ur = ut[order], ur[order]
+        same = ur[1:] == ur[:-1]
+        clash = np.flatnonzero(same & (sched.tstart[ut[1:]] < sched.tend[ut[:-1]]))
+        links = inst.topology.links
+        for k in clash[:20].tolist():
+            a, b = int(ut[k]), int(ut[k + 1])
+            on = [links[x].id for x in tr.route[a] if inst.topology.resource_of[x] == ur[k]]
+            bad.append(
+                f"link {on[0]}: {name(a)} [{sched.tstart[a]}, {sched.tend[a]}) and {name(b)} "
+                f"[{sched.tstart[b]}, {sched.tend[b]}) overlap"
+            )
+    base.noc_cost = int(sum(len(r) for r in tr.route))
+    base.noc_bytes_hops = int(sum(len(r) * int(d) for r, d in zip(tr.route, tr.data, strict=True)))
+    return base
+
+
+def memory_peaks(inst: RoutedInstance, sched: RoutedSchedule) -> np.ndarray:
+    """Peak data resident on each core under ``sched`` (the routed model has no memory limit;
+    this measures what a schedule would need).
+
+    A producer's output stays on its core from its start until its last local consumer ends and
+    its last outgoing transfer is done; a received output or DRAM tensor stays from the start of
+    its transfer until the last μop it serves ends.
+    """
+    g = inst.graph
+    end = sched.end(inst)
+    tr = required_transfers(inst, sched.core)
+    output = np.zeros(inst.n, dtype=np.int64)
+    np.maximum.at(output, g.src, g.bytes)
+    until = end.copy()
+    local = sched.core[g.src] == sched.core[g.dst]
+    np.maximum.at(until, g.src[local], end[g.dst[local]])
+    out_tr = tr.src >= 0
+    np.maximum.at(until, tr.src[out_tr], sched.tend[out_tr])
+    core = [sched.core, tr.dst_core]
+    begin = [sched.start, sched.tstart]
+    finish = [until, np.array([end[s].max() for s in tr.serves], dtype=np.int64)]
+    size = [output, tr.data]
+    peaks = np.zeros(inst.m, dtype=np.int64)
+    for k in range(inst.m):
+        t = np.concatenate([b[c == k] for b, c in zip(begin + finish, core + core, strict=True)])
+        sign = np.concatenate(
+            [s[c == k] * w for s, c, w in zip(size * 2, core * 2, (1, 1, -1, -1), strict=True)]
+        )
+        order = np.lexsort((sign, t))  # frees before allocations at the same cycle
+        peaks[k] = max(0, int(np.cumsum(sign[order]).max(initial=0)))
+    return peaks
