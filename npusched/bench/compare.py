@@ -100,7 +100,7 @@ def run_job(job: Job) -> dict[str, Any]:
         "reference": refval,
         "gap_reference": gap_ref,
         "verified": verified,
-        "time_s": round(res.runtime, 3),
+        "time_s": round(res.runtime_s, 3),
     }
 
 

@@ -92,7 +92,7 @@ def run_layer(layer: Any, shape: Any, arch: Any, args: argparse.Namespace) -> di
         row["mip_status"] = mip.result.status.value
         row["mip_cycles"] = mip.objective_cycles
         row["mip_agrees"] = mip.objective_cycles == enum_cycles
-        row["mip_s"] = mip.result.runtime
+        row["mip_s"] = mip.result.runtime_s
     return row
 
 

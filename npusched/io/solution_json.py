@@ -25,7 +25,7 @@ class Result(Protocol):
     status: Any
     objective: float | None
     bound: float | None
-    runtime: float
+    runtime_s: float
     solution: Any
     threads: int
     seed: int
@@ -117,7 +117,7 @@ def solution_to_dict(
         "status": result.status.value,
         "objective": result.objective,
         "bound": result.bound,
-        "runtime_s": result.runtime,
+        "runtime_s": result.runtime_s,
         "makespan": None,
         "noc_cost": None,
         "ops": [],

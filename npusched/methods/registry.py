@@ -597,8 +597,8 @@ def solve(
         log=log,
         deadline=deadline,
     )
-    result.runtime = time.perf_counter() - t0
+    result.runtime_s = time.perf_counter() - t0
     result.threads, result.seed, result.time_limit = threads, seed, time_limit
     if not result.trace and result.objective is not None:
-        result.trace = [TracePoint(result.runtime, result.objective, result.bound)]
+        result.trace = [TracePoint(result.runtime_s, result.objective, result.bound)]
     return result

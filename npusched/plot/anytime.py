@@ -22,7 +22,7 @@ def anytime(
     for k, r in enumerate(results):
         color = f"C{k}"
         pts = r.trace
-        end = max(r.runtime, pts[-1].time if pts else 0.0)
+        end = max(r.runtime_s, pts[-1].time if pts else 0.0)
         for attr, style, lab in (("incumbent", "-", "incumbent"), ("bound", "--", "bound")):
             xy = [(p.time, getattr(p, attr)) for p in pts if getattr(p, attr) is not None]
             if xy:

@@ -45,7 +45,7 @@ class Result:
     backend: str
     objective: float | None = None
     bound: float | None = None
-    runtime: float = 0.0
+    runtime_s: float = 0.0
     solution: Schedule | RoutedSchedule | Placement | None = None
     trace: list[TracePoint] = field(default_factory=list)
     threads: int = 1
@@ -72,5 +72,5 @@ class Result:
         gap = "-" if self.gap is None else f"{100 * self.gap:.2f}%"
         return (
             f"{self.method}/{self.backend}: {self.status.value} objective={fmt(self.objective)} "
-            f"bound={fmt(self.bound)} gap={gap} time={self.runtime:.2f}s"
+            f"bound={fmt(self.bound)} gap={gap} time={self.runtime_s:.2f}s"
         )

@@ -262,7 +262,7 @@ def solve_qap_bnb(
         "none",
         s.upper,
         lower,
-        runtime=seconds,
+        runtime_s=seconds,
         solution=Placement(s.incumbent),
         trace=s.trace,
         time_limit=time_limit,

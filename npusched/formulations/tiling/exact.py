@@ -1029,7 +1029,7 @@ def solve_layer_mip(
     if form == "auto":
         form = "mip" if len(space) <= MIP_MAX_BINARIES else "lp"
     if len(space) == 0:
-        res = Result(Status.INFEASIBLE, "tso-candidates", backend, runtime=time.perf_counter() - t0)
+        res = Result(Status.INFEASIBLE, "tso-candidates", backend, runtime_s=time.perf_counter() - t0)
         res.stats = {"layer": layer.name, "model": mdl, "candidates": 0, "form": form}
         return ExactTiling(result=res)
     mip = CandidateChoiceMIP(space, nmp.freq_hz, integral=form == "mip")
@@ -1051,7 +1051,7 @@ def solve_layer_mip(
             backend=backend,
             objective=None if raw.objective is None else us(raw.objective),
             bound=None if bound is None else us(bound),
-            runtime=time.perf_counter() - t0,
+            runtime_s=time.perf_counter() - t0,
             trace=raw.trace,
             threads=threads,
             seed=seed,
