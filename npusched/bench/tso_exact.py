@@ -82,7 +82,7 @@ def run_layer(layer: Any, shape: Any, arch: Any, args: argparse.Namespace) -> di
         "equal": proven and obj == enum_cycles,
         "different": different,
         "improved": improved,
-        "exact_s": r.runtime,
+        "exact_s": r.runtime_s,
         "enum_s": t_enum,
     }
     if ex.breakdown is not None and obj is not None:

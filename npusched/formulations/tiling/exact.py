@@ -884,7 +884,7 @@ def solve_layer_cpsat(
         backend="cpsat",
         objective=None if best is None else us(best),
         bound=None if not math.isfinite(lower) else us(lower),
-        runtime=time.perf_counter() - t0,
+        runtime_s=time.perf_counter() - t0,
         threads=threads,
         seed=seed,
         time_limit=time_limit,
