@@ -55,6 +55,9 @@ def run_job(job: Job) -> dict[str, Any]:
     from npusched.verify import check
 
     inst = load_instance(job.path, job.cores)
+    options: dict[str, Any] = {"relaxed": True} if job.relaxed else {}
+    if job.precedence != "eq18":
+        options["precedence"] = job.precedence
     res = solve(
         inst,
         job.method,
@@ -62,8 +65,7 @@ def run_job(job: Job) -> dict[str, Any]:
         time_limit=job.time_limit,
         threads=job.threads,
         seed=job.seed,
-        relaxed=job.relaxed,
-        precedence=job.precedence,
+        **options,
     )
     ref = inst.reference
     verified = makespan = noc_cost = None

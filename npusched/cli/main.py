@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from npusched.cli.args import int_list, mesh, positive_float, positive_int
 from npusched.common.errors import InputError
@@ -103,6 +104,12 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _given(args: argparse.Namespace, **defaults: Any) -> dict[str, Any]:
+    """The method options the user set: flags whose value differs from its default (a method
+    rejects options it does not have)."""
+    return {k: getattr(args, k) for k, v in defaults.items() if getattr(args, k) != v}
+
+
 def _cmd_solve(args: argparse.Namespace) -> int:
     from npusched.io import load_instance, write_solution
     from npusched.methods import solve
@@ -117,12 +124,10 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         threads=args.threads,
         seed=args.seed,
-        relaxed=args.relaxed,
-        precedence=args.precedence,
-        weighted=args.weighted,
-        beta=args.beta,
-        priority=args.priority,
         log=args.log,
+        **_given(
+            args, relaxed=False, precedence="eq18", weighted=False, beta=None, priority="blevel"
+        ),
     )
     line = f"{inst.name}: {res.summary()}"
     if res.solution is not None:

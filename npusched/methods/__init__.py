@@ -1,5 +1,19 @@
-"""The registry: every method of every decision behind one ``solve()`` and one ``Result``."""
+"""The registry: every method of every decision behind one ``solve()`` and one ``Result``.
 
-from npusched.methods.registry import METHODS, Method, solve
+Importing this package registers the methods of each decision (:mod:`.scheduling`,
+:mod:`.placement`); :data:`METHODS` lists them.
+"""
 
-__all__ = ["METHODS", "Method", "solve"]
+from npusched.methods import placement, scheduling
+from npusched.methods.registry import METHODS, Context, Method, NoParams, register, solve
+
+__all__ = [
+    "METHODS",
+    "Context",
+    "Method",
+    "NoParams",
+    "placement",
+    "register",
+    "scheduling",
+    "solve",
+]

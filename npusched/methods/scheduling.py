@@ -1,0 +1,475 @@
+"""μop scheduling methods (Klotski Problem 2, eq. 15-19; Stream's routed transfers): ``list``,
+``timeindexed``, ``cpsat``, ``twostage``, ``joint``, ``zigzag``.
+
+Every method but the heuristics starts from a warm start: the list schedule with the method's
+``priority`` unless one is given (its makespan is the horizon of the ASAP/ALAP windows, as
+Klotski's Theorem 1 uses it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from npusched.formulations.placement.qap import PlacementModel
+from npusched.formulations.scheduling.intervals import IntervalModel
+from npusched.formulations.scheduling.joint import JointModel
+from npusched.formulations.scheduling.routed import RoutedModel
+from npusched.formulations.scheduling.timeindexed import TimeIndexedModel
+from npusched.heuristics.scheduling.list_scheduling import Priority, list_schedule
+from npusched.heuristics.scheduling.mesh_baselines import retime, zigzag_schedule
+from npusched.heuristics.scheduling.routed_list import routed_list_schedule
+from npusched.methods.linear import linear_result, run_model
+from npusched.methods.registry import Context, Method, NoParams, register
+from npusched.problem.placement import Placement, stage2_instance
+from npusched.problem.scheduling.instance import SchedulingInstance
+from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
+from npusched.problem.scheduling.schedule import Schedule
+from npusched.solvers.dispatch import LINEAR_BACKENDS
+from npusched.solvers.result import Result, Status, TracePoint
+from npusched.verify import check, verify
+
+SCHEDULING = (SchedulingInstance, RoutedInstance)
+
+
+@dataclass(frozen=True)
+class ListParams:
+    """``list``: the priority of Graham's list (b-level, ASAP, ALAP or a user order)."""
+
+    priority: Priority = "blevel"
+
+
+@dataclass(frozen=True)
+class TimeIndexedParams:
+    """``timeindexed``: Klotski's eq. 19 instead of the exact resource rows (``relaxed``), the
+    precedence rows (``"eq18"``, Klotski's aggregated form, or ``"disaggregated"``), and the
+    warm start's list priority."""
+
+    relaxed: bool = False
+    precedence: str = "eq18"
+    priority: Priority = "blevel"
+
+
+@dataclass(frozen=True)
+class CpsatParams:
+    """``cpsat``: the warm start's list priority."""
+
+    priority: Priority = "blevel"
+
+
+@dataclass(frozen=True)
+class TwoStageParams:
+    """``twostage``: NoC cost Σ bytes × hops (``weighted``) instead of Σ hops (eq. 14)."""
+
+    weighted: bool = False
+    priority: Priority = "blevel"
+
+
+@dataclass(frozen=True)
+class JointParams:
+    """``joint``: minimise ``T + β·C`` (``beta``), or lexicographically (T, then C) when ``None``;
+    ``weighted`` NoC cost as in :class:`TwoStageParams`."""
+
+    beta: float | None = None
+    weighted: bool = False
+    priority: Priority = "blevel"
+
+
+def _applies(
+    identical_cores: bool = False,
+    mesh: bool = False,
+    comm_delays: bool = False,
+    routing: bool = False,
+) -> Callable[[Any], str | None]:
+    """``applies`` of a scheduling method from what it needs and what it handles."""
+
+    def applies(problem: Any) -> str | None:
+        if isinstance(problem, RoutedInstance):
+            return None if routing else "it does not model transfers on shared links"
+        acc = problem.accelerator
+        if (
+            (mesh and acc.cells() is None)
+            or (acc.has_comm_delays and not comm_delays)
+            or (identical_cores and not problem.identical_cores)
+        ):
+            needs = ["identical cores"] if identical_cores else []
+            needs += ["cores on a mesh"] if mesh else []
+            needs += [] if comm_delays else ["no NoC transfer delays"]
+            return f"it needs {' and '.join(needs)}"
+        return None
+
+    return applies
+
+
+def _warm_start(problem: Any, params: Any, ctx: Context) -> Context:
+    """The given warm start, checked, or the list schedule with ``params.priority``.
+
+    Raises
+    ------
+    ValueError
+        The given warm start is not a feasible schedule of ``problem``.
+    """
+    warm = ctx.warm_start
+    if isinstance(problem, RoutedInstance):
+        if warm is None:
+            warm = _routed_warm_start(problem, params.priority)
+        elif not isinstance(warm, RoutedSchedule) or not check(problem, warm).ok:
+            raise ValueError("a routed warm start must be a feasible RoutedSchedule")
+    elif warm is None:
+        warm = list_schedule(problem, params.priority)
+    elif not isinstance(warm, Schedule):
+        raise ValueError("a scheduling warm start must be a Schedule")
+    else:
+        verify(problem, warm).raise_if_failed()
+    return dataclasses.replace(ctx, warm_start=warm)
+
+
+def _check_given(problem: Any, params: Any, ctx: Context) -> Context:
+    """Heuristics ignore warm starts, but a given one is still checked."""
+    return ctx if ctx.warm_start is None else _warm_start(problem, params, ctx)
+
+
+def _routed_warm_start(instance: RoutedInstance, priority: Priority) -> RoutedSchedule:
+    """The best list schedule on the instance and, when it carries a known allocation (Stream's),
+    on that allocation."""
+    cands = [routed_list_schedule(instance, priority)]
+    if instance.preferred is not None and not instance.fixed_allocation:
+        cands.append(routed_list_schedule(instance.restricted(instance.preferred), priority))
+    return min(cands, key=lambda s: s.makespan(instance))
+
+
+def heuristic_result(
+    method: str, instance: SchedulingInstance | RoutedInstance, sched: Schedule | RoutedSchedule
+) -> Result:
+    """A heuristic's schedule with the instance's trivial bound (max(CP, ⌈W/m⌉), plus forced
+    core loads and DRAM traffic on routed instances; valid with NoC delays)."""
+    ms = sched.makespan(instance)  # type: ignore[arg-type]
+    lb = instance.lower_bound()
+    return Result(
+        Status.OPTIMAL if ms == lb else Status.FEASIBLE,
+        method,
+        "none",
+        ms,
+        lb,
+        solution=sched,
+        message="bound = the instance's lower_bound(); optimal when it is reached",
+    )
+
+
+def _run_list(instance: Any, backend: str, params: ListParams, ctx: Context) -> Result:
+    if isinstance(instance, RoutedInstance):
+        sched: Schedule | RoutedSchedule = routed_list_schedule(instance, params.priority)
+    else:
+        sched = list_schedule(instance, params.priority)
+    result = heuristic_result("list", instance, sched)
+    result.stats["priority"] = str(params.priority)
+    return result
+
+
+def _run_zigzag(instance: Any, backend: str, params: NoParams, ctx: Context) -> Result:
+    return heuristic_result("zigzag", instance, zigzag_schedule(instance))
+
+
+def _run_timeindexed(
+    instance: SchedulingInstance, backend: str, params: TimeIndexedParams, ctx: Context
+) -> Result:
+    warm = ctx.warm_start
+    model = TimeIndexedModel(instance, warm.makespan(instance), params.relaxed, params.precedence)
+    raw, decoded = run_model(model, backend, warm, ctx)
+    stats = {
+        "variables": model.lm.num_vars,
+        "rows": model.lm.row_counts(),
+        "horizon": model.windows.horizon,
+        "relaxed_eq19": params.relaxed,
+        "precedence": params.precedence,
+    }
+    return linear_result("timeindexed", backend, raw, decoded, stats)
+
+
+def _run_cpsat(
+    instance: SchedulingInstance, backend: str, params: CpsatParams, ctx: Context
+) -> Result:
+    from npusched.solvers.cpsat import run_cpsat
+
+    warm = ctx.warm_start
+    model = IntervalModel(instance, warm.makespan(instance))
+    model.hint(warm)
+    status, solver, rec = run_cpsat(
+        model.model,
+        time_limit=ctx.remaining(),
+        threads=ctx.threads,
+        seed=ctx.seed,
+        log=ctx.log,
+        params=model.PARAMETERS,
+    )
+    if status not in (Status.OPTIMAL, Status.FEASIBLE):
+        return Result(status, "cpsat", "cpsat", trace=rec.points)
+    stats = {
+        "horizon": model.windows.horizon,
+        "branches": solver.num_branches,
+        "conflicts": solver.num_conflicts,
+    }
+    return Result(
+        status,
+        "cpsat",
+        "cpsat",
+        solver.objective_value,
+        solver.best_objective_bound,
+        solution=model.decode(solver),
+        trace=rec.points,
+        stats=stats,
+    )
+
+
+def _run_twostage(
+    instance: SchedulingInstance, backend: str, params: TwoStageParams, ctx: Context
+) -> Result:
+    """Klotski §III-D: stage 1 the slot ILP (eq. 18) for the makespan, stage 2 the mapping MIP for
+    the NoC cost with the slots fixed (eq. 12, 14). Each stage gets half of the remaining time."""
+    warm = ctx.warm_start
+    remaining = ctx.remaining()
+    stage1 = None if remaining is None else time.perf_counter() + remaining / 2
+    first = _run_timeindexed(instance, backend, TimeIndexedParams(), ctx.until(stage1))
+    slots = first.solution if isinstance(first.solution, Schedule) else warm
+    mapping = stage2_instance(instance, slots.start, params.weighted)
+    model = PlacementModel(mapping)
+    raw, placement = run_model(model, backend, Placement(slots.core), ctx)
+    cores = slots.core if placement is None else placement.loc
+    sched = Schedule(slots.start, cores)
+    if instance.accelerator.has_comm_delays:
+        sched = retime(instance, sched)  # the plan, run on the NoC with its transfer delays
+    stats = {
+        "stage1": {"status": first.status.value, "makespan": first.objective, "bound": first.bound},
+        "stage2": {
+            "status": raw.status.value,
+            "noc_cost": None if raw.objective is None else round(raw.objective, 6),
+            "bound": raw.bound,
+            "weighted": params.weighted,
+            "groups": len(mapping.groups or ()),
+        },
+    }
+    return Result(
+        Status.FEASIBLE,
+        "twostage",
+        backend,
+        sched.makespan(instance),
+        first.bound,
+        solution=sched,
+        trace=first.trace,
+        stats=stats,
+        message="two stages: optimal slots, then the cheapest mapping of those slots; "
+        "neither is claimed optimal for makespan and NoC cost together",
+    )
+
+
+def _run_routed(instance: RoutedInstance, ctx: Context) -> Result:
+    """Schedule, allocation and link-contended transfers in one CP-SAT model (makespan).
+
+    CP-SAT runs in a child process stopped at the time limit: on models with thousands of
+    intervals it spends minutes loading them without checking its own limit. When stopped, the
+    result is the warm start with the instance's lower bound, and the message says so."""
+    from npusched.solvers.cpsat import run_cpsat_within
+
+    warm = ctx.warm_start
+    model = RoutedModel(instance, warm.makespan(instance))
+    model.hint(warm)
+    stats = {"intervals_on_links": sum(len(v) for v in model.res_intervals.values())}
+    remaining = ctx.remaining()
+    out = run_cpsat_within(
+        model.model,
+        time_limit=3600.0 if remaining is None else remaining,
+        threads=ctx.threads,
+        seed=ctx.seed,
+        log=ctx.log,
+    )
+    if out is None or out[1] is None:
+        status = Status.FEASIBLE if out is None else out[0]
+        if status in (Status.INFEASIBLE, Status.ERROR):
+            return Result(status, "joint", "cpsat", stats=stats)
+        result = heuristic_result("joint", instance, warm)
+        result.backend, result.stats = "cpsat", stats
+        result.message = (
+            "CP-SAT returned no solution within the time limit; result = the warm start, "
+            "bound = the instance's lower bound"
+        )
+        return result
+    status, values, points = out
+    assert values is not None
+    return Result(
+        status,
+        "joint",
+        "cpsat",
+        values.objective_value,
+        values.best_objective_bound,
+        solution=model.decode(values),
+        trace=points,
+        stats=stats,
+    )
+
+
+def _run_joint(instance: Any, backend: str, params: JointParams, ctx: Context) -> Result:
+    """Klotski eq. 15 solved as one CP-SAT model: ``T + βC``, or lexicographic (``beta=None``):
+    first the makespan, then the NoC cost with the makespan held (half the time each)."""
+    if isinstance(instance, RoutedInstance):
+        return _run_routed(instance, ctx)
+    warm = ctx.warm_start
+    rep = verify(instance, warm)
+    warm_cost = (rep.noc_bytes_hops if params.weighted else rep.noc_cost) or 0
+    model = JointModel(instance, warm.makespan(instance), params.beta, params.weighted, warm_cost)
+    model.hint(warm)
+    if params.beta is not None:
+        return _joint_weighted(model, params, ctx)
+    return _joint_lexicographic(instance, model, params, ctx)
+
+
+def _joint_weighted(model: JointModel, params: JointParams, ctx: Context) -> Result:
+    """``min T + β·C`` in one solve."""
+    from npusched.solvers.cpsat import run_cpsat
+
+    kw: dict[str, Any] = dict(
+        threads=ctx.threads, seed=ctx.seed, log=ctx.log, params=model.PARAMETERS
+    )
+    status, solver, rec = run_cpsat(model.model, time_limit=ctx.remaining(), **kw)
+    if status not in (Status.OPTIMAL, Status.FEASIBLE):
+        return Result(status, "joint", "cpsat", trace=rec.points)
+    scale = model.scale
+    return Result(
+        status,
+        "joint",
+        "cpsat",
+        solver.objective_value / scale,
+        solver.best_objective_bound / scale,
+        solution=model.decode(solver),
+        trace=[
+            TracePoint(p.time, _div(p.incumbent, scale), _div(p.bound, scale)) for p in rec.points
+        ],
+        stats={"beta": params.beta, "weighted": params.weighted},
+    )
+
+
+def _joint_lexicographic(
+    instance: SchedulingInstance, model: JointModel, params: JointParams, ctx: Context
+) -> Result:
+    """The makespan first (half the remaining time), then the NoC cost with it held."""
+    from npusched.solvers.cpsat import run_cpsat
+
+    remaining = ctx.remaining()
+    kw: dict[str, Any] = dict(
+        threads=ctx.threads, seed=ctx.seed, log=ctx.log, params=model.PARAMETERS
+    )
+    first_limit = None if remaining is None else remaining / 2
+    status, solver, rec = run_cpsat(model.model, time_limit=first_limit, **kw)
+    if status not in (Status.OPTIMAL, Status.FEASIBLE):
+        return Result(status, "joint", "cpsat", trace=rec.points)
+    sched = model.decode(solver)
+    makespan, makespan_status = int(solver.objective_value), status
+    bound = solver.best_objective_bound
+    model.fix_makespan(makespan)
+    model.hint(sched)
+    status2, solver2, _trace2 = run_cpsat(model.model, time_limit=ctx.remaining(), **kw)
+    if status2 in (Status.OPTIMAL, Status.FEASIBLE):
+        sched = model.decode(solver2)
+    both = makespan_status is Status.OPTIMAL and status2 is Status.OPTIMAL
+    return Result(
+        Status.OPTIMAL if both else Status.FEASIBLE,
+        "joint",
+        "cpsat",
+        sched.makespan(instance),
+        bound,
+        solution=sched,
+        trace=rec.points,
+        stats={
+            "objective": "lexicographic (makespan, NoC cost)",
+            "makespan_status": makespan_status.value,
+            "noc_cost_status": status2.value,
+            "noc_cost_bound": solver2.best_objective_bound if status2 is not Status.ERROR else None,
+            "weighted": params.weighted,
+        },
+        message="optimal = lexicographically optimal (makespan first, then NoC cost)"
+        if both
+        else "",
+    )
+
+
+def _div(v: float | None, d: int) -> float | None:
+    return None if v is None else v / d
+
+
+register(
+    Method(
+        "list",
+        SCHEDULING,
+        ("none",),
+        _run_list,
+        "list scheduling (b-level priority; earliest-task-first with NoC delays; transfers "
+        "booked on links for routed instances)",
+        params=ListParams,
+        applies=_applies(comm_delays=True, routing=True),
+        prepare=_check_given,
+    )
+)
+register(
+    Method(
+        "joint",
+        SCHEDULING,
+        ("cpsat",),
+        _run_joint,
+        "joint schedule + mapping + NoC delays, Klotski eq. 15 (T + beta C, or lexicographic); "
+        "on routed instances transfers on links with NoOverlap per link",
+        params=JointParams,
+        applies=_applies(mesh=True, comm_delays=True, routing=True),
+        prepare=_warm_start,
+        default_for=(RoutedInstance,),
+    )
+)
+register(
+    Method(
+        "timeindexed",
+        SCHEDULING,
+        LINEAR_BACKENDS,
+        _run_timeindexed,
+        "time-indexed slot ILP, Klotski eq. 16-18 (19 with --relaxed)",
+        params=TimeIndexedParams,
+        applies=_applies(identical_cores=True),
+        prepare=_warm_start,
+    )
+)
+register(
+    Method(
+        "cpsat",
+        SCHEDULING,
+        ("cpsat",),
+        _run_cpsat,
+        "CP-SAT interval model (cumulative / NoOverlap per core)",
+        params=CpsatParams,
+        applies=_applies(),
+        prepare=_warm_start,
+        default_for=(SchedulingInstance,),
+    )
+)
+register(
+    Method(
+        "twostage",
+        SCHEDULING,
+        LINEAR_BACKENDS,
+        _run_twostage,
+        "Klotski two-stage: slot ILP (eq. 18), then mapping MIP on the mesh (eq. 12, 14)",
+        params=TwoStageParams,
+        applies=_applies(identical_cores=True, mesh=True, comm_delays=True),
+        prepare=_warm_start,
+    )
+)
+register(
+    Method(
+        "zigzag",
+        SCHEDULING,
+        ("none",),
+        _run_zigzag,
+        "Klotski baseline 1: layer-wise schedule, zig-zag core allocation (Tangram)",
+        applies=_applies(mesh=True, comm_delays=True),
+        prepare=_check_given,
+    )
+)
