@@ -18,12 +18,12 @@ per candidate — and checks the choice with an exact CP-SAT model."""),
 import matplotlib.pyplot as plt
 from npusched.arch import load_arch
 from npusched.workload.zoo import load_network
-from npusched.heuristics.tiling.search import search_network
+from npusched.methods.tiling import tile_network
 from npusched.problem.tiling import evaluate
 from npusched.plot import roofline, time_breakdown
 arch = load_arch("tso-nmp-16")"""),
     md(r"""## One network, layer by layer"""),
-    code("""lenet = search_network(load_network("lenet"), arch, "burst", workers=1)
+    code("""lenet = tile_network(load_network("lenet"), arch, "burst", workers=1)
 for c in lenet.layers:
     print(f"{c.name:4s} {c.tle:7s} {c.tlt:3s} T_R={c.T_R:3d} T_C={c.T_C:3d} T_N={c.T_N:3d} "
           f"T_M={c.T_M:3d}  {c.time_us:8.2f} us  ({c.n_candidates} candidates)")
@@ -35,12 +35,12 @@ best entry of every row, and burst-aware choice faster than noburst."""),
     code("""rows = {}
 for name in ("lenet", "resnet50", "mobilenetv2", "squeezenet"):
     net = load_network(name)
-    row = {"burst": search_network(net, arch, "burst", workers=1).total_time_us,
-           "noburst": search_network(net, arch, "noburst", workers=1).total_time_us}
+    row = {"burst": tile_network(net, arch, "burst", workers=1).total_time_us,
+           "noburst": tile_network(net, arch, "noburst", workers=1).total_time_us}
     for tle in ("KS", "KS&OFM", "OFM"):
-        row[tle] = search_network(net, arch, "burst", fix_tle=tle, workers=1).total_time_us
+        row[tle] = tile_network(net, arch, "burst", fix_tle=tle, workers=1).total_time_us
     for tlt in ("IS", "OS", "WS"):
-        row[tlt] = search_network(net, arch, "burst", fix_tlt=tlt, workers=1).total_time_us
+        row[tlt] = tile_network(net, arch, "burst", fix_tlt=tlt, workers=1).total_time_us
     rows[name] = row
 cols = list(next(iter(rows.values())))
 print("network      " + "".join(f"{c:>10s}" for c in cols))
@@ -51,8 +51,8 @@ for name, row in rows.items():
 The LOAD / STORE / MAC split of SqueezeNet's layers for tiles chosen with and without burst
 awareness (TSO Fig. 9), both timed with bursts."""),
     code("""sq = load_network("squeezenet")
-b = search_network(sq, arch, "burst", workers=1)
-v = search_network(sq, arch, "noburst", workers=1)
+b = tile_network(sq, arch, "burst", workers=1)
+v = tile_network(sq, arch, "noburst", workers=1)
 parts = {key: {"load": [c.time.load_us for c in ch.layers], "store": [c.time.store_us for c in ch.layers],
                "mac": [c.time.mac_us for c in ch.layers]} for key, ch in (("burst", b), ("noburst", v))}
 time_breakdown([c.name for c in b.layers], parts, title="SqueezeNet on tso-nmp-16")
@@ -61,7 +61,7 @@ plt.show()"""),
 Operational intensity = MACs / bytes moved to and from DRAM (the chosen tiles timed with the
 volume model give the bytes); attained performance = MACs / estimated time."""),
     code("""net = load_network("resnet50")
-choice = search_network(net, arch, "burst", workers=1)
+choice = tile_network(net, arch, "burst", workers=1)
 bpc = arch.dram_bytes_per_cycle()
 intensity, perf = [], []
 for layer, c in zip(net.layers, choice.layers):

@@ -25,14 +25,16 @@ This notebook covers:
     code("""import matplotlib.pyplot as plt
 import numpy as np
 
+from npusched import solve
 from npusched.arch import load_arch
-from npusched.formulations.flexer.offline import offline_bound
-from npusched.formulations.flexer.spill import solve_spill_exact
 from npusched.heuristics.flexer.ooo import NoFit, ooo_schedule, static_schedule
-from npusched.heuristics.flexer.search import STATIC_DATAFLOWS, Settings, search_network
+from npusched.heuristics.flexer.search import STATIC_DATAFLOWS, Settings
 from npusched.heuristics.flexer.spill import flexer_victims, spill_key
+from npusched.methods.flexer import figures, search_network
 from npusched.plot.flexer import memory_map, spatial_reuse, transfer_breakdown
 from npusched.partition.flexer import tiled_conv
+from npusched.problem.flexer import FlexerInstance, SpillRequest
+from npusched.problem.flexer_residency import ResidencyProblem
 from npusched.verify.flexer import verify_flexer
 from npusched.workload.zoo import load_network
 
@@ -71,9 +73,9 @@ for _ in range(200):
     movable = (rng.random(n) < 0.85).tolist()
     need = int(rng.integers(1, 16)) * 1024
     run = flexer_victims(sizes, uses, movable, live, need)
-    exact = solve_spill_exact(sizes, uses, movable, live, need)
+    exact = solve(SpillRequest(sizes, uses, movable, live, need), "flexer-spill")
     heur = None if run is None else spill_key(sizes, uses, live, run, need)
-    agree += heur == exact.key
+    agree += heur == exact.stats["key"]
 print(f"Algorithm 2 and the exact model agree on {agree}/200 maps")"""),
     md(r"""## 3. One layer: OoO against the best static loop order
 The static baseline tries every loop permutation with each stationarity (IS, WS, OS) and keeps
@@ -126,7 +128,7 @@ their uses. The model keeps the capacity at every step and ignores addresses, an
 the transferred bytes. This is an interval knapsack (`npusched.formulations.flexer.offline`),
 solved exactly by HiGHS. Its optimum bounds from below every schedule that issues the same sets,
 the heuristic included."""),
-    code("""ob = offline_bound(p, ooo.order, s.capacity, time_limit=30)
+    code("""ob = solve(ResidencyProblem(p, ooo.order, s.capacity), "flexer-offline", time_limit=30)
 print(f"OoO moves {ooo.transfer_bytes} bytes; for the same order at least {ob.bound:.0f} "
       f"({ob.status.value}); gap {100 * (ooo.transfer_bytes - ob.bound) / ob.bound:.2f} %")"""),
     md(r"""## 6. The search over tilings × dataflows (Algorithm 1)
@@ -135,11 +137,12 @@ reaches the best metric found. Inside a schedule it also stops early when the by
 prove the schedule cannot win. Layers with the same shape are searched once."""),
     code("""res = search_network(net, arch, layers=["conv4_2", "conv5_1"], workers=1, max_ops=64)
 for r in res.layers:
-    static = "no static layout fits" if r.static is None else (
-        f"static {r.static.tiles} {r.static.dataflow}: {r.static.latency} cycles, "
-        f"{r.static.transfer_bytes} B")
-    print(f"{r.name:8s} OoO {r.ooo.tiles} {r.ooo.dataflow}: {r.ooo.latency} cycles, "
-          f"{r.ooo.transfer_bytes} B | {static} | {r.ooo_evaluated}/{r.tilings} tilings evaluated")
+    o, st = figures(r.ooo), figures(r.static)
+    static = "no static layout fits" if st is None else (
+        f"static {st['tiling']} {st['dataflow']}: {st['latency']} cycles, "
+        f"{st['transfer_bytes']} B")
+    print(f"{r.name:8s} OoO {o['tiling']} {o['dataflow']}: {o['latency']} cycles, "
+          f"{o['transfer_bytes']} B | {static} | {r.ooo_evaluated}/{r.tilings} tilings evaluated")
 print({k: round(v, 3) for k, v in res.totals().items()}, f"{res.search_seconds:.1f} s")"""),
     md(r"""Table 2's alternatives replace one part of Flexer at a time. They are compared on the same
 layers by the end-to-end $\sum latency \times \sum bytes$, normalised to Flexer's default
@@ -151,8 +154,8 @@ for prio, pol in [("default", "flexer"), ("min-transfer", "flexer"), ("min-spill
                   ("default", "first-fit"), ("default", "small-spill")]:
     r = search_network(net, arch, layers=["conv5_1"], kinds=("ooo",), workers=1,
                        max_ops=64, priority=prio, mem_policy=pol)
-    lat = sum(x.ooo.latency for x in r.layers)
-    nbytes = sum(x.ooo.transfer_bytes for x in r.layers)
+    lat = sum(figures(x.ooo)["latency"] for x in r.layers)
+    nbytes = sum(figures(x.ooo)["transfer_bytes"] for x in r.layers)
     table[f"{prio}/{pol}"] = lat * nbytes
 ablation({"VGG16 conv5_1 / arch8": table}, default="default/flexer")
 plt.show()"""),
@@ -164,8 +167,7 @@ output on the DRAM channel, and the tiles as rectangles of time × address in th
 (`NoOverlap2D`). The model moves every tile once; when every tile fits in the buffer at once,
 no schedule that reloads can be faster, so its optimum is the optimum. Here a 64 → 64-channel
 3 × 3 layer on 8 × 8 pixels, cut into 8 operations, on 2 NPUs at 8 bytes per cycle."""),
-    code("""from npusched.formulations.flexer.schedule import schedule_exact
-from npusched.workload.layers import INPUT, Layer
+    code("""from npusched.workload.layers import INPUT, Layer
 from npusched.workload.network import Network
 
 conv = Layer("conv", "conv", (INPUT,), out_channels=64, kernel=(3, 3), pad=(1, 1, 1, 1))
@@ -173,11 +175,11 @@ tiny = Network("tiny", (64, 8, 8), (conv,))
 q = tiled_conv(tiny, conv, (32, 8, 4, 32), {"K": 32, "C": 32}, fill_drain=64)
 cap = int(q.data_bytes.sum())  # every tile fits at once
 heur = ooo_schedule(q, 2, cap, 8)
-best_q = schedule_exact(q, 2, cap, 8, time_limit=30, hint=heur)
-print(f"OoO {heur.latency} cycles; CP-SAT {best_q.latency} cycles ({best_q.status.value}, "
-      f"bound {best_q.bound:.0f}); OoO is {100 * (heur.latency / best_q.latency - 1):.1f} % slower; "
-      f"verified: {verify_flexer(best_q.schedule).ok}")
-for sch, name in ((heur, "OoO"), (best_q.schedule, "CP-SAT")):
+best_q = solve(FlexerInstance(q, 2, cap, 8), "flexer-cpsat", time_limit=30, warm_start=heur)
+print(f"OoO {heur.latency} cycles; CP-SAT {best_q.objective} cycles ({best_q.status.value}, "
+      f"bound {best_q.bound:.0f}); OoO is {100 * (heur.latency / best_q.objective - 1):.1f} % slower; "
+      f"verified: {verify_flexer(best_q.solution).ok}")
+for sch, name in ((heur, "OoO"), (best_q.solution, "CP-SAT")):
     memory_map(sch, title=f"{name}: {sch.latency} cycles")
     plt.show()"""),
 ]

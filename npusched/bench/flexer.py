@@ -36,17 +36,17 @@ from tabulate import tabulate
 
 from npusched.arch import flexer_arch_name, load_arch
 from npusched.heuristics.flexer.ooo import MEM_POLICIES, PRIORITIES
-from npusched.heuristics.flexer.search import (
-    LayerResult,
-    NetworkResult,
-    layer_geometry,
-    layer_problem,
-    n_ops,
-    run,
+from npusched.heuristics.flexer.search import layer_geometry, layer_problem, n_ops, run
+from npusched.methods.flexer import (
+    LayerRuns,
+    NetworkSearch,
+    figures,
     search_network,
     verify_choices,
 )
-from npusched.problem.flexer import TiledConv
+from npusched.methods.registry import solve
+from npusched.problem.flexer import FlexerInstance, FlexerSchedule, TiledConv
+from npusched.problem.flexer_residency import ResidencyProblem
 from npusched.workload.network import Network
 from npusched.workload.zoo import load_network
 
@@ -63,8 +63,9 @@ def bench_search(nets: list[str], archs: list[str], workers: int, opts: Options)
     for name, a in itertools.product(nets, archs):
         net = load_network(name)
         res = search_network(net, load_arch(flexer_arch_name(a)), workers=workers, **opts)
-        checked = verify_choices(net, res)
-        per = [(r.ooo, r.static) for r in res.layers if r.ooo and r.static]
+        checked = verify_choices(res)
+        both = [(figures(r.ooo), figures(r.static)) for r in res.layers]
+        per = [(o, s) for o, s in both if o and s]
         tot = res.totals()
         rows.append(
             {
@@ -74,9 +75,11 @@ def bench_search(nets: list[str], archs: list[str], workers: int, opts: Options)
                 "compared": len(per),
                 "speedup": round(tot["speedup"], 3),
                 "transfer_reduction": round(tot["transfer_reduction"], 3),
-                "best_layer_speedup": round(max(_ratio(s.latency, o.latency) for o, s in per), 3),
+                "best_layer_speedup": round(
+                    max(_ratio(s["latency"], o["latency"]) for o, s in per), 3
+                ),
                 "best_layer_reduction": round(
-                    max(_ratio(s.transfer_bytes, o.transfer_bytes) for o, s in per), 3
+                    max(_ratio(s["transfer_bytes"], o["transfer_bytes"]) for o, s in per), 3
                 ),
                 "search_s": round(res.search_seconds, 1),
                 "distinct": res.distinct,
@@ -104,8 +107,9 @@ def bench_ablation(nets: list[str], archs: list[str], workers: int, opts: Option
                 mem_policy=pol,
                 **opts,
             )
-            lat = sum(r.ooo.latency for r in res.layers if r.ooo)
-            nbytes = sum(r.ooo.transfer_bytes for r in res.layers if r.ooo)
+            ooo = [f for f in (figures(r.ooo) for r in res.layers) if f]
+            lat = sum(f["latency"] for f in ooo)
+            nbytes = sum(f["transfer_bytes"] for f in ooo)
             metric[f"{prio}/{pol}"] = float(lat) * float(nbytes)
         base = metric["default/flexer"]
         row = {"network": name, "arch": a, **{k: round(v / base, 3) for k, v in metric.items()}}
@@ -140,10 +144,10 @@ def bench_speed(
                 "static_evaluated": sum(r.static_evaluated for r in reps),
                 "complete": res.complete,
                 "largest_chosen_ops": max(
-                    n_ops(net, layers[r.name], ch.tiles)
+                    n_ops(net, layers[r.name], f["tiling"])
                     for r in reps
-                    for ch in (r.ooo, r.static)
-                    if ch is not None
+                    for f in (figures(r.ooo), figures(r.static))
+                    if f is not None
                 ),
                 "search_s": round(res.search_seconds, 1),
                 "workers": workers,
@@ -159,7 +163,7 @@ def bench_speed(
 
 def _ooo_searches(
     nets: list[str], archs: list[str], workers: int, opts: Options
-) -> Iterator[tuple[str, str, Network, NetworkResult]]:
+) -> Iterator[tuple[str, str, Network, NetworkSearch]]:
     """The OoO search of every network × architecture: ``(network, arch, net, result)``."""
     for name, a in itertools.product(nets, archs):
         net = load_network(name)
@@ -169,17 +173,24 @@ def _ooo_searches(
         yield name, a, net, res
 
 
-def _chosen(net: Network, res: NetworkResult, r: LayerResult) -> TiledConv:
+def _chosen(net: Network, res: NetworkSearch, r: LayerRuns) -> TiledConv:
     """The DFG of layer ``r`` at the tiling its OoO search chose."""
-    assert r.ooo is not None
+    f = figures(r.ooo)
+    assert f is not None
     layer = next(ly for ly in net.layers if ly.name == r.name)
-    return layer_problem(net, layer, r.ooo.tiles, res.settings)
+    return layer_problem(net, layer, f["tiling"], res.settings)
+
+
+def _dataflow(r: LayerRuns) -> str:
+    """The dataflow the OoO search of ``r`` chose."""
+    f = figures(r.ooo)
+    assert f is not None
+    return str(f["dataflow"])
 
 
 def bench_optimal(
     nets: list[str], archs: list[str], workers: int, opts: Options, opt_ops: int, limit: float
 ) -> list[dict]:
-    from npusched.formulations.flexer.schedule import schedule_exact
     from npusched.verify.flexer import verify_flexer
 
     rows = []
@@ -188,35 +199,34 @@ def bench_optimal(
         seen: set[Any] = set()
         for r in res.layers:
             key = layer_geometry(net, layers[r.name])
-            if r.ooo is None or key in seen:
+            if figures(r.ooo) is None or key in seen:
                 continue
             seen.add(key)
             p = _chosen(net, res, r)
             if p.n_ops > opt_ops:
                 continue
             st = res.settings
-            ooo = run(p, st, "ooo", r.ooo.dataflow)
-            ex = schedule_exact(
-                p, st.n_npus, st.capacity, st.bandwidth, prefetch=st.prefetch,
-                time_limit=limit, hint=ooo,
-            )  # fmt: skip
-            ok = ex.schedule is not None and verify_flexer(ex.schedule).ok
+            ooo = run(p, st, "ooo", _dataflow(r))
+            inst = FlexerInstance(p, st.n_npus, st.capacity, st.bandwidth, st.prefetch)
+            ex = solve(inst, "flexer-cpsat", time_limit=limit, warm_start=ooo)
+            ok = isinstance(ex.solution, FlexerSchedule) and verify_flexer(ex.solution).ok
+            latency = None if ex.objective is None else int(ex.objective)
             rows.append(
                 {
                     "network": name,
                     "arch": a,
                     "layer": r.name,
                     "ops": p.n_ops,
-                    "all_fit": ex.all_fit,
+                    "all_fit": ex.stats["all_fit"],
                     "ooo_latency": ooo.latency,
-                    "cpsat_latency": ex.latency,
+                    "cpsat_latency": latency,
                     "bound": None if ex.bound is None else int(ex.bound),
                     "status": ex.status.value,
                     "ooo_over_%": None
-                    if ex.latency is None
-                    else round(100 * (ooo.latency - ex.latency) / ex.latency, 2),
+                    if latency is None
+                    else round(100 * (ooo.latency - latency) / latency, 2),
                     "verified": ok,
-                    "solve_s": round(ex.seconds, 1),
+                    "solve_s": round(ex.runtime_s, 1),
                 }
             )
             print(tabulate([rows[-1]], headers="keys"), flush=True)
@@ -226,18 +236,17 @@ def bench_optimal(
 def bench_offline(
     nets: list[str], archs: list[str], workers: int, opts: Options, sample: int, limit: float
 ) -> list[dict]:
-    from npusched.formulations.flexer.offline import offline_bound
-
     rows = []
     for name, a, net, res in _ooo_searches(nets, archs, workers, opts):
-        picked = [r for r in res.layers if r.ooo][:: max(1, len(res.layers) // sample)][:sample]
+        have = [r for r in res.layers if figures(r.ooo)]
+        picked = have[:: max(1, len(res.layers) // sample)][:sample]
         for r in picked:
-            assert r.ooo is not None
             p = _chosen(net, res, r)
-            sched = run(p, res.settings, "ooo", r.ooo.dataflow)
+            sched = run(p, res.settings, "ooo", _dataflow(r))
             t0 = time.perf_counter()
-            ob = offline_bound(p, sched.order, res.settings.capacity, time_limit=limit)
-            bound = ob.bound if ob.bound is not None else ob.mandatory
+            problem = ResidencyProblem(p, sched.order, res.settings.capacity)
+            ob = solve(problem, "flexer-offline", time_limit=limit)
+            bound = ob.bound if ob.bound is not None else ob.stats["mandatory"]
             rows.append(
                 {
                     "network": name,

@@ -22,15 +22,12 @@ from typing import Any
 
 from tabulate import tabulate
 
-from npusched.formulations.flexer.offline import (
-    BACKENDS,
-    belady_bytes,
-    index_order,
-    offline_bound,
-    use_gaps,
-)
+from npusched.formulations.flexer.offline import BACKENDS
+from npusched.heuristics.flexer.residency import belady_bytes
+from npusched.methods.registry import solve
 from npusched.partition.flexer import tiled_conv
 from npusched.problem.flexer import TiledConv
+from npusched.problem.flexer_residency import ResidencyProblem, index_order, use_gaps
 from npusched.workload.zoo import load_network
 
 KIB = 1024
@@ -95,42 +92,27 @@ def run(spec: str, n: int, args: argparse.Namespace, unroll: dict[str, int]) -> 
     t0 = time.perf_counter()
     row["belady"] = belady_bytes(problem, order, capacity)
     row["belady_s"] = time.perf_counter() - t0
-    r = offline_bound(
-        problem,
-        order,
-        capacity,
-        backend=args.backend,
-        time_limit=args.time_limit,
-        threads=args.threads,
-        seed=args.seed,
-    )
+    bounded = ResidencyProblem(problem, order, capacity)
+    kw = {"time_limit": args.time_limit, "threads": args.threads, "seed": args.seed}
+    r = solve(bounded, "flexer-offline", args.backend, **kw)
     row |= {
         "status": r.status.value,
         "objective": r.objective,
         "bound": r.bound,
-        "bound_source": r.bound_source,
+        "bound_source": r.stats["bound_source"],
         "variables": r.stats.get("variables"),
         "rows": r.stats.get("rows"),
-        "runtime_s": r.runtime,
+        "runtime_s": r.runtime_s,
         "message": r.message,
     }
     if args.contiguous:
-        c = offline_bound(
-            problem,
-            order,
-            capacity,
-            contiguous=True,
-            backend="cpsat",
-            time_limit=args.time_limit,
-            threads=args.threads,
-            seed=args.seed,
-        )
+        c = solve(bounded, "flexer-offline", "cpsat", contiguous=True, **kw)
         row |= {
             "contiguous_status": c.status.value,
             "contiguous_objective": c.objective,
             "contiguous_bound": c.bound,
-            "contiguous_hint": c.hint_bytes,
-            "contiguous_s": c.runtime,
+            "contiguous_hint": c.stats["hint_bytes"],
+            "contiguous_s": c.runtime_s,
         }
     return row
 

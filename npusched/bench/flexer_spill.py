@@ -2,7 +2,8 @@
 
 On random memory maps (:func:`random_map`) Flexer's spill heuristic
 (:func:`npusched.heuristics.flexer.spill.flexer_victims`) is compared with the lexicographic
-optimum over all contiguous runs (:func:`npusched.formulations.flexer.spill.solve_spill_exact`).
+optimum over all contiguous runs (:func:`npusched.formulations.flexer.spill.solve_spill_exact`,
+run as ``solve(…, "flexer-spill")``).
 The table counts the maps that are feasible, where both keys are equal, where both pick the same
 run (otherwise a tie at another address), where the exact key is better (a bug in Algorithm 2's
 implementation) or the heuristic's (a bug in the model, since it is proven optimal), where
@@ -20,8 +21,10 @@ from typing import Any
 import numpy as np
 from tabulate import tabulate
 
-from npusched.formulations.flexer.spill import BACKENDS, solve_spill_exact
+from npusched.formulations.flexer.spill import BACKENDS
 from npusched.heuristics.flexer.spill import flexer_victims, spill_key
+from npusched.methods.registry import solve
+from npusched.problem.flexer import SpillRequest
 from npusched.solvers.result import Status
 
 KIB = 1024
@@ -54,9 +57,8 @@ def compare_map(m: SpillMap, backend: str = "cpsat", time_limit: float = 10.0) -
     t_heur = time.perf_counter() - t0
     key = None if run is None else spill_key(sizes, uses, live, run, required)
     t0 = time.perf_counter()
-    ex = solve_spill_exact(
-        sizes, uses, movable, live, required, backend=backend, time_limit=time_limit
-    )
+    request = SpillRequest(sizes, uses, movable, live, required)
+    ex = solve(request, "flexer-spill", backend, time_limit=time_limit)
     t_exact = time.perf_counter() - t0
     return {
         "run": run,
@@ -82,18 +84,18 @@ def compare(maps: Sequence[SpillMap], backend: str = "cpsat") -> dict[str, Any]:
             c["not proven"] += 1
             bad.append(k)
             continue
-        if (r["run"] is None) != (ex.run is None):
+        if (r["run"] is None) != (ex.solution is None):
             c["feasibility differs"] += 1
             bad.append(k)
             continue
         if r["run"] is None:
             continue
         c["feasible"] += 1
-        c["same key"] += ex.key == r["key"]
-        c["same run"] += ex.run == r["run"]
-        c["exact better"] += ex.key < r["key"]
-        c["heuristic better"] += r["key"] < ex.key
-        if ex.key != r["key"]:
+        c["same key"] += ex.stats["key"] == r["key"]
+        c["same run"] += ex.solution == r["run"]
+        c["exact better"] += ex.stats["key"] < r["key"]
+        c["heuristic better"] += r["key"] < ex.stats["key"]
+        if ex.stats["key"] != r["key"]:
             bad.append(k)
     n = max(1, len(maps))
     return {

@@ -34,7 +34,8 @@ from tabulate import tabulate
 from npusched.arch import load_arch
 from npusched.formulations.tiling.exact import solve_layer_cpsat, solve_layer_mip
 from npusched.heuristics.tiling.search import conv_layers, search_layer
-from npusched.problem.tiling import nmp_params
+from npusched.problem.tiling import TileChoice, TsoLayer, nmp_params
+from npusched.verify.tiling import verify_tiling
 from npusched.workload.zoo import load_network
 
 NETWORKS = ("lenet", "resnet50", "mobilenetv2", "squeezenet", "inceptionv3", "yolov2")
@@ -47,7 +48,7 @@ def run_layer(layer: Any, shape: Any, arch: Any, args: argparse.Namespace) -> di
     lc = search_layer(layer, shape, arch, args.model)
     t_enum = time.perf_counter() - t0
     enum_cycles = round(lc.objective_us * mhz)
-    ex = solve_layer_cpsat(
+    r = solve_layer_cpsat(
         layer,
         shape,
         arch,
@@ -60,8 +61,7 @@ def run_layer(layer: Any, shape: Any, arch: Any, args: argparse.Namespace) -> di
         use_cutoff=not args.no_cutoff,
         warm_mode=args.warm_mode,
     )
-    r = ex.result
-    obj = ex.objective_cycles
+    obj = r.stats["objective_cycles"]
     proven = r.status.value == "optimal"
     if args.space == "free":
         # a superset of the enumerated space: cheaper is allowed, dearer is a bug
@@ -76,8 +76,8 @@ def run_layer(layer: Any, shape: Any, arch: Any, args: argparse.Namespace) -> di
         "enum_cycles": enum_cycles,
         "enum_choice": [lc.tle, lc.tlt, lc.T_R, lc.T_C, lc.T_N, lc.T_M],
         "exact_cycles": obj,
-        "exact_bound_cycles": ex.bound_cycles,
-        "exact_choice": list(ex.choice) if ex.choice else None,
+        "exact_bound_cycles": r.stats["bound_cycles"],
+        "exact_choice": r.stats["choice"],
         "status": r.status.value,
         "equal": proven and obj == enum_cycles,
         "different": different,
@@ -85,15 +85,41 @@ def run_layer(layer: Any, shape: Any, arch: Any, args: argparse.Namespace) -> di
         "exact_s": r.runtime_s,
         "enum_s": t_enum,
     }
-    if ex.breakdown is not None and obj is not None:
-        row["reevaluated"] = int(ex.breakdown.mac_cycles + ex.breakdown.dram_cycles) == obj
+    if isinstance(r.solution, TileChoice) and obj is not None:
+        problem = TsoLayer.from_layer(layer, shape, arch, args.model)
+        row["reevaluated"] = verify_tiling(problem, r.solution, obj).ok
     if args.mip:
         mip = solve_layer_mip(layer, shape, arch, args.model, threads=1)
-        row["mip_status"] = mip.result.status.value
-        row["mip_cycles"] = mip.objective_cycles
-        row["mip_agrees"] = mip.objective_cycles == enum_cycles
-        row["mip_s"] = mip.result.runtime_s
+        row["mip_status"] = mip.status.value
+        row["mip_cycles"] = mip.stats["objective_cycles"]
+        row["mip_agrees"] = mip.stats["objective_cycles"] == enum_cycles
+        row["mip_s"] = mip.runtime_s
     return row
+
+
+def _summary(
+    name: str, rows: list[dict[str, Any]], args: argparse.Namespace, total: dict[str, int]
+) -> list[Any]:
+    """One network's line of the table; adds its counts to ``total``."""
+    n_eq = sum(r["equal"] for r in rows)
+    n_diff = sum(r["different"] for r in rows)
+    n_open = sum(r["status"] != "optimal" for r in rows)
+    n_imp = sum(r["improved"] for r in rows)
+    exact_s = sum(r["exact_s"] for r in rows)
+    enum_s = sum(r["enum_s"] for r in rows)
+    line: list[Any] = [name, len(rows), n_eq, n_diff, n_open]
+    if args.space == "free":
+        line.append(n_imp)
+    line += [f"{exact_s:.1f}", f"{max(r['exact_s'] for r in rows):.2f}", f"{enum_s:.1f}"]
+    if args.mip:
+        line.append(sum(bool(r["mip_agrees"]) for r in rows))
+    for key, val in zip(
+        ("layers", "equal", "different", "open", "improved"),
+        (len(rows), n_eq, n_diff, n_open, n_imp),
+        strict=True,
+    ):
+        total[key] += val
+    return line
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,25 +167,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
         everything[name] = rows
-        n_eq = sum(r["equal"] for r in rows)
-        n_diff = sum(r["different"] for r in rows)
-        n_open = sum(r["status"] != "optimal" for r in rows)
-        n_imp = sum(r["improved"] for r in rows)
-        exact_s = sum(r["exact_s"] for r in rows)
-        enum_s = sum(r["enum_s"] for r in rows)
-        line = [name, len(rows), n_eq, n_diff, n_open]
-        if args.space == "free":
-            line.append(n_imp)
-        line += [f"{exact_s:.1f}", f"{max(r['exact_s'] for r in rows):.2f}", f"{enum_s:.1f}"]
-        if args.mip:
-            line.append(sum(bool(r["mip_agrees"]) for r in rows))
-        table.append(line)
-        for key, val in zip(
-            ("layers", "equal", "different", "open", "improved"),
-            (len(rows), n_eq, n_diff, n_open, n_imp),
-            strict=True,
-        ):
-            total[key] += val
+        table.append(_summary(name, rows, args, total))
     headers = ["network", "layers", "proven equal", "different", "not proven"]
     if args.space == "free":
         headers.append("free T_M cheaper")

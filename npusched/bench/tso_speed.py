@@ -7,7 +7,7 @@ execution, this time is reduced to 17 ms and 59 sec, respectively" (OpenMP tasks
 convolution, Algorithm 1 lines 2-5; Fig. 10 gives only speed-up curves, so these four numbers are
 the paper's only absolute search times).
 
-Here: :func:`npusched.heuristics.tiling.search.search_network` (TSO-burst, all 9 slicing × schedule
+Here: :func:`npusched.methods.tiling.tile_network` (TSO-burst, all 9 slicing × schedule
 pairs,
 exhaustive tile space vectorised with numpy) in this process (``workers=1``) and through a process
 pool (``--workers``, default 2), one wall-clock run each, pool start-up included. The goal is
@@ -22,7 +22,7 @@ import sys
 from tabulate import tabulate
 
 from npusched.arch import load_arch
-from npusched.heuristics.tiling.search import search_network
+from npusched.methods.tiling import tile_network
 from npusched.workload.zoo import load_network
 
 NETWORKS = ("lenet", "resnet50", "mobilenetv2", "squeezenet", "inceptionv3", "yolov2")
@@ -47,8 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     par_inception = None
     for name in args.networks.split(","):
         net = load_network(name)
-        serial = search_network(net, arch, "burst", workers=1)
-        par = search_network(net, arch, "burst", workers=args.workers)
+        serial = tile_network(net, arch, "burst", workers=1)
+        par = tile_network(net, arch, "burst", workers=args.workers)
         assert par.total_time_us == serial.total_time_us  # same choices either way
         grid = sum(lc.n_candidates for lc in serial.layers)
         feas = sum(lc.n_feasible for lc in serial.layers)

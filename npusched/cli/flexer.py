@@ -25,7 +25,6 @@ from typing import Any
 from npusched.arch import flexer_arch_name
 from npusched.cli.args import positive_int
 from npusched.heuristics.flexer.ooo import MEM_POLICIES, PRIORITIES
-from npusched.heuristics.flexer.search import verify_choices
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -77,7 +76,7 @@ def cmd_flexer(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from npusched.arch import load_arch
-    from npusched.heuristics.flexer.search import search_network
+    from npusched.methods.flexer import search_network, verify_choices
     from npusched.partition.api import resolve_network
 
     net = resolve_network(args.network)
@@ -105,7 +104,7 @@ def cmd_flexer(args: argparse.Namespace) -> int:
     )
     out = res.to_json()
     if not args.no_verify:
-        out["verified_schedules"] = verify_choices(net, res)
+        out["verified_schedules"] = verify_choices(res)
     if args.json:
         print(json.dumps(out, indent=1))
         return 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import sys
 from typing import Any
 
@@ -82,19 +83,21 @@ def cmd_tile(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from npusched.arch import load_arch
-    from npusched.heuristics.tiling.search import conv_layers, search_network
+    from npusched.heuristics.tiling.search import conv_layers
     from npusched.workload.zoo import load_network
 
-    exact: Any = None
+    methods: Any = None
     if args.exact:  # lazily, and before the search so a missing module fails fast
         try:
-            exact = importlib.import_module("npusched.formulations.tiling.exact")
+            methods = importlib.import_module("npusched.methods")
         except ImportError as err:
-            raise ValueError(f"--exact needs npusched.formulations.tiling.exact: {err}") from None
+            raise ValueError(f"--exact needs npusched.methods: {err}") from None
+    from npusched.methods.tiling import tile_network
+
     net = load_network(args.network)
     arch = load_arch(args.arch)
     conv_layers(net)  # a network without convolutions fails before any pool starts
-    res = search_network(
+    res = tile_network(
         net,
         arch,
         args.model,
@@ -103,21 +106,8 @@ def cmd_tile(args: argparse.Namespace) -> int:
         workers=args.workers,
     )
     out = res.to_json()
-    if exact is not None:
-        shapes = {ly.name: sh for ly, sh in conv_layers(net)}
-        layers = {ly.name: ly for ly, _ in conv_layers(net)}
-        for row, lc in zip(out["layers"], res.layers, strict=True):
-            t_us, status = exact.solve_layer_exact(
-                layers[lc.name],
-                shapes[lc.name],
-                arch,
-                res.model,
-                lc,
-                args.time_limit,
-                args.threads,
-            )
-            row["exact_time_us"] = t_us
-            row["exact_status"] = status
+    if methods is not None:
+        _add_exact(methods, out["layers"], res.layers, net, arch, args)
     if args.json:
         print(json.dumps(out, indent=1))
         return 0
@@ -135,6 +125,29 @@ def cmd_tile(args: argparse.Namespace) -> int:
         + (f"; {res.n_fallback} layers fell back to the free search" if res.n_fallback else "")
     )
     return 0
+
+
+def _add_exact(
+    methods: Any, rows: list[dict[str, Any]], choices: Any, net: Any, arch: Any, args: Any
+) -> None:
+    """``--exact``: ``solve(TsoLayer, "tso-exact")`` per layer (all 9 pairs, warm-started from
+    the search's choice); its time (µs, under the search's model) and status as two columns."""
+    from npusched.heuristics.tiling.search import conv_layers
+    from npusched.problem.tiling import TsoLayer
+
+    for row, lc, (ly, sh) in zip(rows, choices, conv_layers(net), strict=True):
+        problem = TsoLayer.from_layer(ly, sh, arch, lc.model)
+        ex = methods.solve(
+            problem,
+            "tso-exact",
+            "cpsat",
+            time_limit=args.time_limit,
+            threads=args.threads,
+            warm_start=lc,
+        )
+        us = ex.stats.get("objective_us")
+        row["exact_time_us"] = math.inf if us is None else us
+        row["exact_status"] = ex.status.value
 
 
 def build_parser() -> argparse.ArgumentParser:

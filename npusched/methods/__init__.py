@@ -4,7 +4,7 @@ Importing this package registers the methods of each decision (:mod:`.scheduling
 :mod:`.placement`); :data:`METHODS` lists them.
 """
 
-from npusched.methods import placement, scheduling
+from npusched.methods import flexer, placement, scheduling, tiling
 from npusched.methods.registry import METHODS, Context, Method, NoParams, register, solve
 
 __all__ = [
@@ -12,8 +12,10 @@ __all__ = [
     "Context",
     "Method",
     "NoParams",
+    "flexer",
     "placement",
     "register",
     "scheduling",
     "solve",
+    "tiling",
 ]

@@ -70,16 +70,7 @@ def tiled_conv(
     op_in = (c * ny + y) * nx + x
     op_wt = n_in + k * nc + c
     op_ot = n_in + n_wt + (k * ny + y) * nx + x
-    # each axis has at most two tile lengths: the cost model runs once per distinct shape
-    (uk, ik), (uy, iy), (ux, ix), (uc, ic) = (
-        np.unique(lengths, return_inverse=True) for lengths in (lk, ly, lx, lc)
-    )
-    table = np.empty((uk.size, uy.size, ux.size, uc.size), np.int64)
-    for idx in np.ndindex(table.shape):
-        a, b, d, e = (int(u[i]) for u, i in zip((uk, uy, ux, uc), idx, strict=True))
-        loops = {"K": a, "C": e, "OY": b, "OX": d, "FY": r, "FX": s}
-        table[idx] = compute_cycles(loops, unroll) + fill_drain
-    lat = table[ik[k], iy[y], ix[x], ic[c]]
+    lat = _latencies((lk, ly, lx, lc), (k, y, x, c), (r, s), unroll, fill_drain)
     return TiledConv(
         name=layer.name,
         counts=(nk, ny, nx, nc),
@@ -93,6 +84,27 @@ def tiled_conv(
         latency=lat,
         tiles=clipped,  # type: ignore[arg-type]
     )
+
+
+def _latencies(
+    lengths: tuple[np.ndarray, ...],
+    index: tuple[np.ndarray, ...],
+    kernel: tuple[int, int],
+    unroll: dict[str, int],
+    fill_drain: int,
+) -> np.ndarray:
+    """Cycles of every operation: the cost model for its tile lengths ``(K, OY, OX, C)`` plus
+    ``fill_drain``. Each axis has at most two tile lengths: the cost model runs once per
+    distinct shape."""
+    (uk, ik), (uy, iy), (ux, ix), (uc, ic) = (np.unique(a, return_inverse=True) for a in lengths)
+    r, s = kernel
+    table = np.empty((uk.size, uy.size, ux.size, uc.size), np.int64)
+    for idx in np.ndindex(table.shape):
+        a, b, d, e = (int(u[i]) for u, i in zip((uk, uy, ux, uc), idx, strict=True))
+        loops = {"K": a, "C": e, "OY": b, "OX": d, "FY": r, "FX": s}
+        table[idx] = compute_cycles(loops, unroll) + fill_drain
+    k, y, x, c = index
+    return table[ik[k], iy[y], ix[x], ic[c]]
 
 
 def _span(layer: Layer, axis: int, out: tuple[int, int], size: int) -> int:

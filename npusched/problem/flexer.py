@@ -17,6 +17,7 @@ operation, every DRAM transfer, and every *residency* — a data tile occupying 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -229,3 +230,54 @@ class FlexerSchedule:
 def dram_cycles(nbytes: int, bandwidth: float) -> int:
     """Cycles of a transfer on the DRAM channel: ``⌈bytes / bandwidth⌉``."""
     return max(1, math.ceil(nbytes / bandwidth))
+
+
+@dataclass(frozen=True, eq=False)
+class SpillRequest:
+    """A spill-victim choice of Flexer's memory manager (§4.1, Algorithm 2): the memory map as
+    segments in address order — ``sizes``, remaining ``uses`` (0 for free and dead segments),
+    whether each is ``movable`` (operands of the set being issued are not) and ``live`` — and
+    the ``required`` contiguous bytes. What ``solve(…, "flexer-spill")`` takes; its solution is
+    the list of segment indices to free.
+
+    Raises
+    ------
+    ValueError
+        The lists differ in length, or a size or use count is negative.
+    """
+
+    sizes: Sequence[int]
+    uses: Sequence[int]
+    movable: Sequence[bool]
+    live: Sequence[bool]
+    required: int
+
+    def __post_init__(self) -> None:
+        n = len(self.sizes)
+        if not len(self.uses) == len(self.movable) == len(self.live) == n:
+            raise ValueError("sizes, uses, movable and live differ in length")
+        if any(v < 0 for v in self.sizes) or any(v < 0 for v in self.uses):
+            raise ValueError("sizes and uses must be non-negative")
+
+
+@dataclass(frozen=True, eq=False)
+class FlexerInstance:
+    """One tiled layer on ``n_npus`` NPUs sharing a global buffer of ``capacity`` bytes and a
+    DRAM channel of ``bandwidth`` bytes per cycle; loads overlap earlier operations with
+    ``prefetch``. What ``solve(…, "flexer-cpsat")`` schedules.
+
+    Raises
+    ------
+    ValueError
+        A non-positive NPU count, capacity or bandwidth.
+    """
+
+    problem: TiledConv
+    n_npus: int
+    capacity: int
+    bandwidth: float
+    prefetch: bool = False
+
+    def __post_init__(self) -> None:
+        if self.n_npus < 1 or self.capacity < 1 or self.bandwidth <= 0:
+            raise ValueError("NPUs, buffer and bandwidth must be positive")

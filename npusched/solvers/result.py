@@ -7,9 +7,18 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from npusched.problem.flexer import FlexerSchedule
+from npusched.problem.flexer_residency import ResidencyPlan
 from npusched.problem.placement import Placement
 from npusched.problem.scheduling.routed import RoutedSchedule
 from npusched.problem.scheduling.schedule import Schedule
+from npusched.problem.tiling.layer import TileChoice
+
+Solution = (
+    Schedule | RoutedSchedule | Placement | TileChoice | FlexerSchedule | ResidencyPlan | list[int]
+)
+"""What a method decides: a schedule (plain or routed), a placement, one layer's TSO tile choice, a
+Flexer layer schedule, an offline residency plan, or the tensor ids a spill selection evicts."""
 
 
 class Status(enum.StrEnum):
@@ -46,7 +55,7 @@ class Result:
     objective: float | None = None
     bound: float | None = None
     runtime_s: float = 0.0
-    solution: Schedule | RoutedSchedule | Placement | None = None
+    solution: Solution | None = None
     trace: list[TracePoint] = field(default_factory=list)
     threads: int = 1
     seed: int = 0

@@ -10,11 +10,10 @@ from npusched.verify.scheduling.routed import verify_routed
 from npusched.verify.scheduling.schedule import VerificationError, VerifyReport, verify
 
 
-def check(
-    problem: Any, solution: Schedule | RoutedSchedule | Placement, claimed: float | None = None
-) -> VerifyReport:
-    """Verify any solution against its problem: a schedule (makespan), a schedule with routed
-    transfers, or a placement (NoC cost)."""
+def check(problem: Any, solution: object, claimed: float | None = None) -> VerifyReport:
+    """Verify a scheduling or placement solution against its problem: a schedule (makespan), a
+    schedule with routed transfers, or a placement (NoC cost). TSO tilings and Flexer schedules have
+    their own reports (:func:`verify_tiling`, :func:`verify_flexer`)."""
     if isinstance(problem, RoutedInstance) or isinstance(solution, RoutedSchedule):
         if not isinstance(problem, RoutedInstance) or not isinstance(solution, RoutedSchedule):
             return VerifyReport(None, ["routed schedules and routed instances go together"])
@@ -24,6 +23,9 @@ def check(
             return VerifyReport(None, ["a placement was given for a scheduling instance"])
         bad = verify_placement(problem, solution, claimed)
         return VerifyReport(None, bad, None if bad else problem.cost(solution.loc))
+    if not isinstance(solution, Schedule):
+        kind = type(solution).__name__
+        return VerifyReport(None, [f"check() verifies schedules and placements, not {kind}"])
     return verify(problem, solution, claimed)
 
 

@@ -347,29 +347,44 @@ def _tiles(s: FlexerSchedule) -> list[_Tile]:
     return tiles
 
 
-def _check_data_flow(s: FlexerSchedule) -> list[str]:
-    p = s.problem
-    bad: list[str] = []
-    tiles = _tiles(s)
-    start, end = s.start.tolist(), s.end.tolist()
-    chain: dict[int, list[int]] = {}  # output tile → its operations by c
-    for o in np.lexsort((p.op_c, p.op_ot)).tolist():
-        chain.setdefault(int(p.op_ot[o]), []).append(o)
-    chain_starts = {d: [start[o] for o in ops] for d, ops in chain.items()}
-    chain_ends = {d: [end[o] for o in ops] for d, ops in chain.items()}
+@dataclass
+class _Flow:
+    """What the data-flow checks share: the tiles' stays, each output tile's chain by ``c``
+    (with start and end times), and the write-backs sorted out of the transfers."""
 
-    def last_by(times: dict[int, list[int]], d: int, t: int) -> int | None:
+    p: TiledConv
+    tiles: list[_Tile]
+    start: list[int]
+    end: list[int]
+    chain: dict[int, list[int]]
+    chain_starts: dict[int, list[int]]
+    chain_ends: dict[int, list[int]]
+    psum_wb: dict[int, list[Transfer]] = field(default_factory=dict)
+    outputs: dict[int, list[Transfer]] = field(default_factory=dict)
+
+    def last_by(self, times: dict[int, list[int]], d: int, t: int) -> int | None:
         """Position in ``chain[d]`` of the last operation whose time in ``times`` is at or
         before ``t``."""
         i = bisect_right(times.get(d, []), t) - 1
         return i if i >= 0 else None
 
-    psum_wb: dict[int, list[Transfer]] = {}
-    outputs: dict[int, list[Transfer]] = {}
+
+def _flow(s: FlexerSchedule, bad: list[str]) -> _Flow:
+    """The :class:`_Flow` of ``s``; transfers outside every residency go to ``bad``."""
+    p = s.problem
+    start, end = s.start.tolist(), s.end.tolist()
+    chain: dict[int, list[int]] = {}  # output tile → its operations by c
+    for o in np.lexsort((p.op_c, p.op_ot)).tolist():
+        chain.setdefault(int(p.op_ot[o]), []).append(o)
+    f = _Flow(
+        p, _tiles(s), start, end, chain,
+        {d: [start[o] for o in ops] for d, ops in chain.items()},
+        {d: [end[o] for o in ops] for d, ops in chain.items()},
+    )  # fmt: skip
     for t in s.transfers:
         if _true_bytes(p, t) is None:
             continue  # reported with the transfers
-        tile = tiles[t.data]
+        tile = f.tiles[t.data]
         h = tile.holder(t.start, t.end)
         if h is None:
             bad.append(f"{_tr(p, t)} lies outside every residency of {_data(p, t.data)}")
@@ -381,10 +396,23 @@ def _check_data_flow(s: FlexerSchedule) -> list[str]:
             if k not in tile.fill or t.start < tile.fill[k].start:
                 tile.fill[k] = t
         elif t.dtype == "psum":
-            psum_wb.setdefault(t.data, []).append(t)
+            f.psum_wb.setdefault(t.data, []).append(t)
         else:
-            outputs.setdefault(t.data, []).append(t)
+            f.outputs.setdefault(t.data, []).append(t)
+    return f
 
+
+def _check_data_flow(s: FlexerSchedule) -> list[str]:
+    bad: list[str] = []
+    f = _flow(s, bad)
+    for check in (_check_fills, _check_operands, _check_writebacks, _check_outputs):
+        bad += check(f)
+    return bad
+
+
+def _check_fills(f: _Flow) -> list[str]:
+    bad: list[str] = []
+    p, tiles, end, chain, psum_wb = f.p, f.tiles, f.end, f.chain, f.psum_wb
     # 5. every stay is filled: inputs and weights by a load, output tiles by their producer
     # (first stay) or a partial-sum reload after a write-back
     for d, tile in enumerate(tiles):
@@ -418,7 +446,7 @@ def _check_data_flow(s: FlexerSchedule) -> list[str]:
                 )
                 continue
             w = max(before, key=lambda w: (w.end, w.start))
-            i = last_by(chain_ends, d, fill.start)  # the last op done before the reload
+            i = f.last_by(f.chain_ends, d, fill.start)  # the last op done before the reload
             if i is not None and end[chain[d][i]] > w.start:
                 o = chain[d][i]
                 bad.append(
@@ -427,6 +455,12 @@ def _check_data_flow(s: FlexerSchedule) -> list[str]:
                     f"{_data(p, d)} ends at {end[o]}"
                 )
 
+    return bad
+
+
+def _check_operands(f: _Flow) -> list[str]:
+    bad: list[str] = []
+    p, tiles, start, end = f.p, f.tiles, f.start, f.end
     # 4. operands resident throughout each operation, filled before it starts
     for o in range(p.n_ops):
         for d in p.operands(o):
@@ -454,11 +488,17 @@ def _check_data_flow(s: FlexerSchedule) -> list[str]:
                     f"{_tr(p, fill)} ends"
                 )
 
+    return bad
+
+
+def _check_writebacks(f: _Flow) -> list[str]:
+    bad: list[str] = []
+    p, start, end, chain = f.p, f.start, f.end, f.chain
     # 6. write-backs after the operation that wrote the tile, before the next one
-    for d, wbs in psum_wb.items():
+    for d, wbs in f.psum_wb.items():
         ops = chain.get(d, [])
         for w in wbs:
-            i = last_by(chain_starts, d, w.start)
+            i = f.last_by(f.chain_starts, d, w.start)
             if i is None:
                 bad.append(f"{_tr(p, w)} starts before {_data(p, d)} is produced")
                 continue
@@ -476,8 +516,15 @@ def _check_data_flow(s: FlexerSchedule) -> list[str]:
                     f"{_op(p, nxt)} starts at {start[nxt]} and writes {_data(p, d)} "
                     f"during {_tr(p, w)}"
                 )
+    return bad
+
+
+def _check_outputs(f: _Flow) -> list[str]:
+    """Every output tile written back once, after the last operation of its chain."""
+    bad: list[str] = []
+    p, end, chain = f.p, f.end, f.chain
     for d in np.flatnonzero(p.data_type == OT).tolist():
-        wbs = outputs.get(d, [])
+        wbs = f.outputs.get(d, [])
         if len(wbs) != 1:
             bad.append(f"{_data(p, d)} has {len(wbs)} output writebacks instead of 1")
         ops = chain.get(d, [])

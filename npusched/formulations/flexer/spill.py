@@ -27,46 +27,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from npusched.heuristics.flexer.spill import spill_key
+from npusched.problem.flexer import SpillRequest
 from npusched.solvers.linear import LinearModel
-from npusched.solvers.result import Status
+from npusched.solvers.result import Result, Status
 
 #: Backends of :func:`solve_spill_exact` (names of :func:`npusched.solvers.dispatch.solve_linear`).
 BACKENDS = ("cpsat", "cbc", "highs")
 #: The objective levels, most significant first.
 LEVELS = ("fragmentation", "disadvantage", "live_blocks")
-
-
-@dataclass(frozen=True)
-class SpillChoice:
-    """Outcome of :func:`solve_spill_exact`.
-
-    Attributes
-    ----------
-    run
-        Indices of the segments to free (one contiguous run), or ``None`` (infeasible / none
-        found).
-    key
-        :func:`~npusched.heuristics.flexer.spill.spill_key` of ``run``, recomputed from the
-        segments (not read from the solver).
-    status
-        ``optimal`` only if every level was solved to optimality.
-    levels
-        The solver status of each level that ran.
-    runtime
-        Wall time of all levels, in seconds.
-    """
-
-    run: list[int] | None
-    key: tuple[int, int, int] | None
-    status: Status
-    levels: tuple[Status, ...] = ()
-    runtime: float = 0.0
 
 
 class SpillModel:
@@ -195,7 +169,7 @@ def solve_spill_exact(
     time_limit: float = 10.0,
     threads: int = 1,
     seed: int = 0,
-) -> SpillChoice:
+) -> Result:
     """Solve :class:`SpillModel` lexicographically (three successive solves; module docstring).
 
     Parameters
@@ -213,45 +187,69 @@ def solve_spill_exact(
 
     Returns
     -------
-    SpillChoice
-        ``infeasible`` (``run`` ``None``) when no contiguous run of movable segments frees
+    Result
+        ``solution``: the indices of the segments to free (one contiguous run), or ``None``;
+        ``stats["key"]``: :func:`~npusched.heuristics.flexer.spill.spill_key` of that run,
+        recomputed from the segments (not read from the solver), ``stats["levels"]``: the
+        solver status of each level that ran; ``objective``: the key's fragmentation, ``bound``:
+        the fragmentation level's bound. ``optimal`` only if every level was solved to
+        optimality; ``infeasible`` when no contiguous run of movable segments frees
         ``required`` bytes; ``error`` if a solver's answer is not one run or its level values
         disagree with the recomputed key.
     """
-    from npusched.solvers.dispatch import solve_linear
-
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
     t0 = time.perf_counter()
+    out = Result(Status.INFEASIBLE, "flexer-spill", backend, threads=threads, seed=seed)
+    out.time_limit, out.stats = time_limit, {"key": None, "levels": ()}
     model = SpillModel(sizes, uses, movable, live, required)
-    if model.n == 0:  # nothing to free: no row to hand to a solver
-        return SpillChoice(None, None, Status.INFEASIBLE, runtime=time.perf_counter() - t0)
+    if model.n > 0:  # else nothing to free: no row to hand to a solver
+        _solve_levels(out, model, t0)
+    out.runtime_s = time.perf_counter() - t0
+    return out
+
+
+def _solve_levels(out: Result, model: SpillModel, t0: float) -> None:
+    """Run the three levels on ``out.backend`` and fill ``out`` (see :func:`solve_spill_exact`)."""
+    from npusched.solvers.dispatch import solve_linear
+
     statuses: list[Status] = []
     x: NDArray[np.float64] | None = None
     values: list[float] = []
     for level, (cost, offset) in enumerate(model.objectives):
         model.lm.cost, model.lm.offset = dict(cost), offset
-        left = time_limit - (time.perf_counter() - t0)
+        left = (out.time_limit or 0.0) - (time.perf_counter() - t0)
         raw = solve_linear(
-            model.lm, backend, time_limit=max(0.01, left), threads=threads, seed=seed, warm_start=x
-        )
+            model.lm, out.backend, time_limit=max(0.01, left), threads=out.threads,
+            seed=out.seed, warm_start=x,
+        )  # fmt: skip
         statuses.append(raw.status)
+        if level == 0:
+            out.bound = raw.bound
         if raw.x is None or raw.objective is None:
             break
         x = raw.x
         values.append(raw.objective)
         if level + 1 < len(model.objectives):
             model.fix_level(level, round(raw.objective))
-    runtime = time.perf_counter() - t0
-    levels = tuple(statuses)
+    out.stats["levels"] = levels = tuple(statuses)
     if x is None:
-        status = statuses[0] if statuses[0] != Status.OPTIMAL else Status.ERROR
-        return SpillChoice(None, None, status, levels, runtime)
+        out.status = statuses[0] if statuses[0] != Status.OPTIMAL else Status.ERROR
+        return
     run = model.decode(x)
     if run is None:
-        return SpillChoice(None, None, Status.ERROR, levels, runtime)
+        out.status = Status.ERROR
+        return
     key = spill_key(model.sizes, model.uses, model.live, run, model.required)
+    out.solution, out.objective, out.stats["key"] = run, float(key[0]), key
     if any(round(v) != k for v, k in zip(values, key, strict=False)):
-        return SpillChoice(run, key, Status.ERROR, levels, runtime)
+        out.status = Status.ERROR
+        return
     done = len(levels) == len(LEVELS) and all(s == Status.OPTIMAL for s in levels)
-    return SpillChoice(run, key, Status.OPTIMAL if done else Status.FEASIBLE, levels, runtime)
+    out.status = Status.OPTIMAL if done else Status.FEASIBLE
+
+
+def solve_spill(request: SpillRequest, **options: Any) -> Result:
+    """:func:`solve_spill_exact` of a :class:`~npusched.problem.flexer.SpillRequest`."""
+    r = request
+    return solve_spill_exact(r.sizes, r.uses, r.movable, r.live, r.required, **options)

@@ -36,12 +36,10 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Sequence
-from concurrent.futures import Executor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 from npusched.arch.model import Arch
-from npusched.common.parallel import map_layers
 from npusched.heuristics.flexer.ooo import (
     DATAFLOWS,
     MEM_POLICIES,
@@ -56,7 +54,7 @@ from npusched.heuristics.flexer.ooo import (
 from npusched.partition.flexer import tiled_conv
 from npusched.partition.grid import DIMS, Tiling, layer_extents
 from npusched.problem.flexer import FlexerSchedule, TiledConv, supports
-from npusched.verify.flexer import verify_flexer
+from npusched.solvers.result import Result, Status
 from npusched.workload.layers import Layer
 from npusched.workload.network import Network
 
@@ -136,21 +134,6 @@ class Choice:
     bytes_by_type: dict[str, int]
     reloads: float  # mean loads per input/weight tile
     metric: float
-
-
-@dataclass(frozen=True)
-class LayerResult:
-    """OoO and static results of one layer, and how much of the space was visited."""
-
-    name: str
-    ooo: Choice | None
-    static: Choice | None
-    tilings: int
-    ooo_evaluated: int
-    static_evaluated: int
-    seconds: float
-    skipped: str = ""
-    complete: bool = True  # False: the time limit cut the search short (the best found so far)
 
 
 def tiling_space(net: Network, layer: Layer, s: Settings) -> list[tuple[int, int, int, int]]:
@@ -269,10 +252,12 @@ def _search(
     kind: str,
     dataflows: Sequence[str],
     deadline: float | None = None,
-) -> tuple[Choice | None, int, bool]:
-    """Branch and bound over ``cands`` (by bound): the best choice, the tilings evaluated and
-    whether the search ran to the end (``False`` when ``deadline`` passed)."""
+) -> tuple[Choice | None, FlexerSchedule | None, int, bool]:
+    """Branch and bound over ``cands`` (by bound): the best choice and its schedule, the
+    tilings evaluated and whether the search ran to the end (``False`` when ``deadline``
+    passed)."""
     best: Choice | None = None
+    best_sched: FlexerSchedule | None = None
     evaluated = 0
     for bound, tiles, p in cands:
         if best is not None and bound >= best.metric:
@@ -286,27 +271,18 @@ def _search(
             except (NoFit, Pruned):
                 continue
             except TimeUp:
-                return best, evaluated, False
+                return best, best_sched, evaluated, False
             ch = summarize(sched, tiles, df, s.metric)
             if best is None or ch.metric < best.metric:
-                best = ch
-    return best, evaluated, True
+                best, best_sched = ch, sched
+    return best, best_sched, evaluated, True
 
 
-def search_layer(
-    net: Network,
-    layer: Layer,
-    s: Settings,
-    kinds: Sequence[str] = ("ooo", "static"),
-    deadline: float | None = None,
-) -> LayerResult:
-    """Algorithm 1 for one layer: the best OoO schedule over tilings × dataflows
-    (:data:`~npusched.heuristics.flexer.ooo.DATAFLOWS`) and the best static schedule over tilings ×
-    loop orders × stationarities (:data:`STATIC_DATAFLOWS`). Past ``deadline`` (a
-    ``time.time()``) the searches stop with the best found so far and ``complete=False``."""
-    t0 = time.perf_counter()
-    if not supports(layer):
-        return LayerResult(layer.name, None, None, 0, 0, 0, 0.0, f"{layer.op} is not tiled")
+def candidates(
+    net: Network, layer: Layer, s: Settings
+) -> list[tuple[float, tuple[int, int, int, int], TiledConv]]:
+    """The viable tilings of ``layer`` with their :func:`metric_bound`, best bound first (ties:
+    fewest operations)."""
     cands = []
     for tiles in tiling_space(net, layer, s):
         if n_ops(net, layer, tiles) > s.max_ops > 0:
@@ -316,24 +292,53 @@ def search_layer(
             continue
         cands.append((metric_bound(p, s), tiles, p))
     cands.sort(key=lambda c: (c[0], c[2].n_ops))
-    ooo = static = None
-    n_ooo = n_static = 0
-    done = True
-    if "ooo" in kinds:
-        ooo, n_ooo, done = _search(cands, s, "ooo", list(DATAFLOWS), deadline)
-    if "static" in kinds and done:
-        dfs = [f"{o}/{st}" for o, st in STATIC_DATAFLOWS]
-        static, n_static, done = _search(cands, s, "static", dfs, deadline)
-    return LayerResult(
-        layer.name,
-        ooo,
-        static,
-        len(cands),
-        n_ooo,
-        n_static,
-        time.perf_counter() - t0,
-        complete=done,
-    )
+    return cands
+
+
+def search_layer(
+    net: Network, layer: Layer, s: Settings, kind: str, deadline: float | None = None
+) -> Result:
+    """Algorithm 1 for one layer: the best OoO schedule (``kind="ooo"``) over tilings ×
+    dataflows (:data:`~npusched.heuristics.flexer.ooo.DATAFLOWS`), or the best static schedule
+    (``"static"``) over tilings × loop orders × stationarities (:data:`STATIC_DATAFLOWS`). Past
+    ``deadline`` (a ``time.time()``) the search stops with the best found so far.
+
+    Returns
+    -------
+    Result
+        ``feasible`` with the best schedule as ``solution`` and its metric as ``objective``
+        (a heuristic: nothing is proven optimal); ``time_limit_no_solution`` when the deadline
+        passed first, ``error`` when no tiling × dataflow fits. ``bound``: the least
+        :func:`metric_bound` of the viable tilings. ``stats``: ``tiling``, ``dataflow``,
+        ``latency``, ``transfer_bytes``, ``bytes_by_type``, ``reloads`` of the best, and
+        ``tilings`` (viable), ``evaluated`` and ``complete`` (the search ran to its end).
+
+    Raises
+    ------
+    ValueError
+        Unknown ``kind``, or a layer Flexer does not tile.
+    """
+    if kind not in ("ooo", "static"):
+        raise ValueError(f"unknown search {kind!r}; choose ooo or static")
+    if not supports(layer):
+        raise ValueError(f"{layer.name}: {layer.op} is not tiled")
+    t0 = time.perf_counter()
+    cands = candidates(net, layer, s)
+    dfs = list(DATAFLOWS) if kind == "ooo" else [f"{o}/{st}" for o, st in STATIC_DATAFLOWS]
+    best, sched, evaluated, done = _search(cands, s, kind, dfs, deadline)
+    out = Result(Status.FEASIBLE, f"flexer-{kind}", "none", solution=sched)
+    out.bound = cands[0][0] if cands else None
+    out.stats = {"tilings": len(cands), "evaluated": evaluated, "complete": done}
+    if best is None:
+        out.status = Status.ERROR if done else Status.TIME_LIMIT_NO_SOLUTION
+        out.message = "no tiling x dataflow fits" if done else "time limit before a schedule"
+    else:
+        out.objective = best.metric
+        out.stats |= {"tiling": best.tiles, "dataflow": best.dataflow, "latency": best.latency}
+        out.stats |= {"transfer_bytes": best.transfer_bytes, "reloads": best.reloads}
+        out.stats["bytes_by_type"] = best.bytes_by_type
+    out.runtime_s = time.perf_counter() - t0
+    return out
 
 
 def layer_geometry(net: Network, layer: Layer) -> tuple[Any, ...]:
@@ -350,160 +355,15 @@ def layer_geometry(net: Network, layer: Layer) -> tuple[Any, ...]:
     )
 
 
-@dataclass
-class NetworkResult:
-    """Per-layer results in network order, the searched layers and the wall-clock time."""
+@dataclass(frozen=True, eq=False)
+class FlexerLayer:
+    """What ``solve(…, "flexer-ooo" | "flexer-static")`` searches: one layer of ``net`` on the
+    multi-NPU and time model of ``settings`` (Algorithm 1 over its tilings × dataflows).
 
-    network: str
-    arch: str
+    It sits next to :class:`Settings`, whose option names it validates against the scheduler's
+    (:data:`~npusched.heuristics.flexer.ooo.PRIORITIES`, …).
+    """
+
+    net: Network
+    layer: Layer
     settings: Settings
-    layers: list[LayerResult]
-    search_seconds: float
-    distinct: int = 0
-    skipped: list[str] = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        """Whether every layer's search ran to the end (no time limit cut it short)."""
-        return all(r.complete for r in self.layers)
-
-    def totals(self) -> dict[str, float]:
-        """Sums over the layers that have both an OoO and a static schedule."""
-        done = [r for r in self.layers if r.ooo and r.static]
-        out: dict[str, float] = {
-            "ooo_latency": sum(r.ooo.latency for r in done if r.ooo),
-            "ooo_transfer_bytes": sum(r.ooo.transfer_bytes for r in done if r.ooo),
-            "static_latency": sum(r.static.latency for r in done if r.static),
-            "static_transfer_bytes": sum(r.static.transfer_bytes for r in done if r.static),
-        }
-        out["compared_layers"] = len(done)
-        out["speedup"] = out["static_latency"] / max(1.0, out["ooo_latency"])
-        out["transfer_reduction"] = out["static_transfer_bytes"] / max(
-            1.0, out["ooo_transfer_bytes"]
-        )
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        rows = []
-        for r in self.layers:
-            if r.skipped:
-                continue
-            o, st = r.ooo, r.static
-            rows.append(
-                {
-                    "name": r.name,
-                    "ooo_latency": o.latency if o else None,
-                    "ooo_transfer_bytes": o.transfer_bytes if o else None,
-                    "static_latency": st.latency if st else None,
-                    "static_transfer_bytes": st.transfer_bytes if st else None,
-                    "tiling": list(o.tiles) if o else None,
-                    "dataflow": o.dataflow if o else None,
-                    "static_tiling": list(st.tiles) if st else None,
-                    "static_dataflow": st.dataflow if st else None,
-                    "ooo_bytes_by_type": o.bytes_by_type if o else None,
-                    "static_bytes_by_type": st.bytes_by_type if st else None,
-                    "tilings": r.tilings,
-                    "ooo_evaluated": r.ooo_evaluated,
-                    "static_evaluated": r.static_evaluated,
-                    "complete": r.complete,
-                }
-            )
-        return {
-            "network": self.network,
-            "arch": self.arch,
-            "search_seconds": round(self.search_seconds, 3),
-            "complete": self.complete,
-            "settings": {**asdict(self.settings), "fill_drain": self.settings.op_overhead},
-            "distinct_layers": self.distinct,
-            "skipped": self.skipped,
-            "layers": rows,
-            "total": self.totals(),
-        }
-
-
-def search_network(
-    net: Network,
-    arch: Arch | Settings,
-    *,
-    layers: Sequence[str] | None = None,
-    kinds: Sequence[str] = ("ooo", "static"),
-    executor: Executor | None = None,
-    workers: int | None = None,
-    time_limit: float | None = None,
-    progress: bool = False,
-    **options: Any,
-) -> NetworkResult:
-    """Algorithm 1 over the dense conv and fc layers of ``net`` (or the named ``layers``).
-
-    ``time_limit`` (seconds of wall clock for the whole search) stops every layer's search
-    with the best found so far; :attr:`NetworkResult.complete` says whether any was cut.
-    ``progress`` shows a bar of searched layers on stderr.
-
-    Raises
-    ------
-    ValueError
-        Unknown layer names, or a network without layers Flexer tiles.
-    """
-    s = arch if isinstance(arch, Settings) else Settings.from_arch(arch, **options)
-    if isinstance(arch, Settings) and options:
-        s = replace(s, **options)
-    names = {ly.name for ly in net.layers}
-    if layers:
-        bad = [x for x in layers if x not in names]
-        if bad:
-            raise ValueError(f"--layers: {net.name} has no layer {', '.join(bad)}")
-    chosen = [ly for ly in net.layers if (not layers or ly.name in layers)]
-    tiled = [ly for ly in chosen if supports(ly)]
-    skipped = [ly.name for ly in chosen if not supports(ly) and ly.op in ("conv", "fc")]
-    if not tiled:
-        raise ValueError(f"{net.name}: no dense conv or fc layer to schedule")
-    t0 = time.perf_counter()
-    groups: dict[tuple[Any, ...], list[Layer]] = {}
-    for ly in tiled:
-        groups.setdefault(layer_geometry(net, ly), []).append(ly)
-    reps = [v[0] for v in groups.values()]
-    work = [int(ly.macs(net.in_shapes(ly)) // 1000) for ly in reps]
-    if time_limit is not None and time_limit <= 0:
-        raise ValueError(f"time limit must be positive, got {time_limit}")
-    deadline = None if time_limit is None else time.time() + time_limit
-    found = map_layers(
-        search_layer,
-        [(net, ly, s, tuple(kinds), deadline) for ly in reps],
-        executor=executor,
-        workers=workers,
-        weights=work,
-        progress=f"flexer {net.name}" if progress else None,
-    )
-    by_key = {k: r for k, r in zip(groups, found, strict=True)}
-    rows = [replace(by_key[layer_geometry(net, ly)], name=ly.name) for ly in tiled]
-    name = arch.name if isinstance(arch, Arch) else f"{s.n_npus} NPUs"
-    return NetworkResult(net.name, name, s, rows, time.perf_counter() - t0, len(reps), skipped)
-
-
-def verify_choices(net: Any, result: Any) -> int:
-    """Rebuild every chosen schedule and verify it; return how many were checked.
-
-    Raises
-    ------
-    RuntimeError
-        A schedule fails :func:`~npusched.verify.flexer.verify_flexer` or differs from the
-        figures the search reported.
-    """
-    checked = 0
-    layers = {ly.name: ly for ly in net.layers}
-    seen: set[tuple[Any, ...]] = set()
-    for r in result.layers:
-        for kind, ch in (("ooo", r.ooo), ("static", r.static)):
-            key = (kind, r.name)
-            if ch is None or key in seen:
-                continue
-            seen.add(key)
-            p = layer_problem(net, layers[r.name], ch.tiles, result.settings)
-            sched = run(p, result.settings, kind, ch.dataflow)
-            rep = verify_flexer(sched)
-            if not rep.ok:
-                raise RuntimeError(f"{r.name} {kind}: {rep.violations[:3]}")
-            if (rep.latency, rep.transfer_bytes) != (ch.latency, ch.transfer_bytes):
-                raise RuntimeError(f"{r.name} {kind}: verified figures differ from the search")
-            checked += 1
-    return checked

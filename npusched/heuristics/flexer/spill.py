@@ -27,6 +27,16 @@ SpillPolicy = Callable[
 ]
 
 
+def run_key(size: int, disadvantage: int, blocks: int, required: int) -> tuple[int, int, int]:
+    """Algorithm 2's lexicographic ranking of a run of segments (lines 15–26), from its sums:
+    ``(fragmentation, disadvantage, live blocks)`` with fragmentation ``Σ size − required``
+    and disadvantage ``Σ size × remaining uses``. The one statement of the ranking; the
+    heuristic (:func:`_runs`), the exact model's check
+    (:func:`npusched.formulations.flexer.spill.solve_spill_exact`) and :func:`spill_key` use it.
+    """
+    return size - required, disadvantage, blocks
+
+
 def spill_key(
     sizes: Sequence[int],
     uses: Sequence[int],
@@ -34,13 +44,13 @@ def spill_key(
     run: Sequence[int],
     required: int,
 ) -> tuple[int, int, int]:
-    """Algorithm 2's lexicographic objective of freeing the segments ``run``:
-    ``(fragmentation, disadvantage, live blocks)`` (lines 15–26)."""
-    size = sum(sizes[i] for i in run)
-    return (
-        size - required,
+    """Algorithm 2's lexicographic objective (:func:`run_key`) of freeing the segments
+    ``run``."""
+    return run_key(
+        sum(sizes[i] for i in run),
         sum(sizes[i] * uses[i] for i in run),
         sum(1 for i in run if live[i]),
+        required,
     )
 
 
@@ -54,7 +64,7 @@ def _runs(
     """For each start, the shortest run ``[start, end]`` of movable segments with
     ``Σ size ≥ required`` (Algorithm 2, lines 9–16; the ``break`` at line 34 ends a start's run
     once it is large enough, since a longer run only adds fragmentation), with its
-    :func:`spill_key` summed along the way."""
+    :func:`run_key` from sums kept along the way."""
     n = len(sizes)
     for start in range(n):
         total = disadv = blocks = 0
@@ -65,7 +75,7 @@ def _runs(
             disadv += sizes[end] * uses[end]
             blocks += live[end]
             if total >= required:
-                yield start, end, (total - required, disadv, blocks)
+                yield start, end, run_key(total, disadv, blocks, required)
                 break
 
 

@@ -9,20 +9,19 @@ import numpy as np
 import pytest
 
 from npusched.bench.flexer_offline import main as bench_main
-from npusched.formulations.flexer.offline import (
-    BACKENDS,
-    ResidencyModel,
-    belady_bytes,
-    belady_plan,
-    contiguous_plan,
-    index_order,
-    offline_bound,
-    use_gaps,
-)
+from npusched.formulations.flexer.offline import BACKENDS, ResidencyModel, offline_bound
+from npusched.heuristics.flexer.residency import belady_bytes, belady_plan, contiguous_plan
 from npusched.partition.flexer import tiled_conv
 from npusched.problem.flexer import IN, OT, WT, TiledConv
-from npusched.solvers.result import Status
+from npusched.problem.flexer_residency import ResidencyPlan, index_order, use_gaps
+from npusched.solvers.result import Result, Status
 from npusched.workload.zoo import load_network
+
+
+def plan_of(r: Result) -> ResidencyPlan:
+    """The residency plan a result holds (asserts it holds one)."""
+    assert isinstance(r.solution, ResidencyPlan), r.summary()
+    return r.solution
 
 
 def conv_of(types, sizes, outs, ops) -> TiledConv:
@@ -75,7 +74,7 @@ def test_chain3_by_hand(backend: str, capacity: int, expected: int) -> None:
     r = offline_bound(chain3(), [(0,), (1,), (2,)], capacity, backend=backend)
     assert r.status is Status.OPTIMAL
     assert r.objective == expected and r.bound == pytest.approx(expected)
-    assert r.mandatory == 9
+    assert r.stats["mandatory"] == 9
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -94,9 +93,9 @@ def test_psum_vs_input_by_hand(
     r = offline_bound(p, PSUM_ORDER, capacity, backend=backend)
     assert r.status is Status.OPTIMAL and r.objective == expected
     assert r.bound is not None and r.bound == pytest.approx(expected)
-    assert r.kept is not None
-    gaps = r.gaps
-    kept = {int(d): bool(k) for d, k in zip(gaps.data, r.kept, strict=True) if d in (0, 3)}
+    assert plan_of(r).kept is not None
+    gaps = plan_of(r).gaps
+    kept = {int(d): bool(k) for d, k in zip(gaps.data, plan_of(r).kept, strict=True) if d in (0, 3)}
     assert kept[0] is kept_in0 and kept[3] is kept_ot0
     assert belady_bytes(p, PSUM_ORDER, capacity) == expected  # ties evict the cheaper IN0
 
@@ -106,8 +105,8 @@ def test_psum_vs_input_contiguous() -> None:
     for capacity, expected in ((15, 9), (11, 13), (10, 21)):
         r = offline_bound(p, PSUM_ORDER, capacity, backend="cpsat", contiguous=True)
         assert r.status is Status.OPTIMAL and r.objective == expected
-        assert r.address is not None and r.kept is not None
-        assert r.gaps.overlaps(r.kept, r.address, capacity) == []
+        assert plan_of(r).address is not None and plan_of(r).kept is not None
+        assert plan_of(r).gaps.overlaps(plan_of(r).kept, plan_of(r).address, capacity) == []
 
 
 def test_gaps_of_an_order() -> None:
@@ -237,7 +236,7 @@ def test_random_tiny_equals_brute_force(backend: str) -> None:
         plan = belady_plan(p, order, capacity)
         assert plan.gaps.over_capacity(plan.kept, capacity).size == 0
         assert exact <= plan.bytes
-        assert r.hint_bytes is not None and exact <= r.hint_bytes <= plan.bytes
+        assert r.stats["hint_bytes"] is not None and exact <= r.stats["hint_bytes"] <= plan.bytes
         strict += exact < plan.bytes
     assert strict > 0  # Belady is not optimal with unequal sizes
 
@@ -255,8 +254,9 @@ def test_contiguous_at_least_non_contiguous() -> None:
         assert flat.objective is not None and cont.objective is not None
         assert cont.status in (Status.OPTIMAL, Status.FEASIBLE), cont.message
         assert cont.objective >= flat.objective
-        assert cont.kept is not None and cont.address is not None
-        assert cont.gaps.overlaps(cont.kept, cont.address, capacity) == []
+        cp = plan_of(cont)
+        assert cp.address is not None
+        assert cp.gaps.overlaps(cp.kept, cp.address, capacity) == []
         plan = contiguous_plan(p, order, capacity)
         assert plan.address is not None
         assert plan.gaps.overlaps(plan.kept, plan.address, capacity) == []
@@ -290,7 +290,7 @@ def test_fragmentation_costs_a_reload() -> None:
     p, order = conv_from_steps(sizes, steps)
     assert use_gaps(p, order).demand.tolist() == [8, 8, 6, 8, 8]
     flat = offline_bound(p, order, 8)
-    assert flat.objective == flat.mandatory == sum(sizes)
+    assert flat.objective == flat.stats["mandatory"] == sum(sizes)
     cont = offline_bound(p, order, 8, backend="cpsat", contiguous=True)
     assert cont.status is Status.OPTIMAL and cont.objective == sum(sizes) + 1
     assert contiguous_plan(p, order, 8).bytes >= cont.objective
@@ -322,8 +322,8 @@ def test_unlimited_capacity_is_onchip(conv3_2: TiledConv) -> None:
     capacity = int(conv3_2.data_bytes.sum())
     r = offline_bound(conv3_2, order, capacity)
     total = sum(conv3_2.onchip_bytes().values())
-    assert r.status is Status.OPTIMAL and r.objective == total == r.mandatory
-    assert r.kept is not None and r.kept.all()
+    assert r.status is Status.OPTIMAL and r.objective == total == r.stats["mandatory"]
+    assert plan_of(r).kept is not None and plan_of(r).kept.all()
     assert belady_bytes(conv3_2, order, capacity) == total
 
 
@@ -332,12 +332,12 @@ def test_vgg16_layer_solves_fast(conv3_2: TiledConv) -> None:
     capacity = 256 * 1024
     r = offline_bound(conv3_2, order, capacity, time_limit=20)
     assert r.status is Status.OPTIMAL, r.summary()
-    assert r.runtime < 10
-    assert r.objective is not None and r.bound is not None and r.bound_source == "solver"
+    assert r.runtime_s < 10
+    assert r.objective is not None and r.bound is not None and r.stats["bound_source"] == "solver"
     assert r.bound <= r.objective <= belady_bytes(conv3_2, order, capacity)
-    assert r.mandatory == sum(conv3_2.onchip_bytes().values()) < r.objective
+    assert r.stats["mandatory"] == sum(conv3_2.onchip_bytes().values()) < r.objective
     assert r.stats["variables"] > 100 and r.stats["rows"] <= r.stats["steps"]
-    assert r.kept is not None and r.gaps.over_capacity(r.kept, capacity).size == 0
+    assert plan_of(r).gaps.over_capacity(plan_of(r).kept, capacity).size == 0
 
 
 def test_bench_runs(capsys: pytest.CaptureFixture[str]) -> None:

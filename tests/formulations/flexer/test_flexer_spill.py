@@ -64,13 +64,13 @@ def test_exact_hand(case: str) -> None:
     spec, req, run, key = HAND[case]
     (sizes, uses, movable, live), required = seg(spec), req * K
     ex = solve_spill_exact(sizes, uses, movable, live, required)
-    assert ex.key == key
+    assert ex.stats["key"] == key
     if run is None:
-        assert ex.run is None and ex.status == Status.INFEASIBLE
+        assert ex.solution is None and ex.status == Status.INFEASIBLE
     else:
-        assert ex.status == Status.OPTIMAL and ex.levels == (Status.OPTIMAL,) * 3
+        assert ex.status == Status.OPTIMAL and ex.stats["levels"] == (Status.OPTIMAL,) * 3
         if case != "pinned tie":
-            assert ex.run == run  # unique optimum
+            assert ex.solution == run  # unique optimum
 
 
 def test_first_fit_and_small_spill_hand() -> None:
@@ -136,10 +136,10 @@ def test_backends_agree(backend: str) -> None:
         run = flexer_victims(sizes, uses, movable, live, required)
         ex = solve_spill_exact(sizes, uses, movable, live, required, backend=backend)
         if run is None:
-            assert ex.run is None and ex.status == Status.INFEASIBLE
+            assert ex.solution is None and ex.status == Status.INFEASIBLE
         else:
             assert ex.status == Status.OPTIMAL
-            assert ex.key == spill_key(sizes, uses, live, run, required)
+            assert ex.stats["key"] == spill_key(sizes, uses, live, run, required)
 
 
 def test_bench_main(capsys: pytest.CaptureFixture[str]) -> None:

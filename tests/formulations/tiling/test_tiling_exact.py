@@ -23,6 +23,7 @@ from npusched.heuristics.tiling.search import combo_bests, conv_layers, layer_sp
 from npusched.problem.tiling import (
     TLE_SLICINGS,
     TLT_SCHEDULES,
+    TsoLayer,
     conv_geometry,
     evaluate,
     evaluate_geom,
@@ -31,6 +32,7 @@ from npusched.problem.tiling import (
     tle_slicing,
 )
 from npusched.solvers.result import Status
+from npusched.verify.tiling import verify_tiling
 from npusched.workload import INPUT, Layer
 from npusched.workload.zoo import load_network
 
@@ -53,6 +55,16 @@ SMALL = [
 
 def _enum_cycles(layer, shape, model="burst") -> int:
     return round(search_layer(layer, shape, ARCH, model).objective_us * MHZ)
+
+
+def _checked(layer, shape, r, model="burst", tso_space=True):
+    """``r.solution`` re-checked by the verifier against the layer and ``r``'s cycles; its
+    ``(tle, tlt, T_R, T_C, T_N, T_M)`` (``None`` without a solution)."""
+    if r.solution is None:
+        return None
+    problem = TsoLayer.from_layer(layer, shape, ARCH, model)
+    verify_tiling(problem, r.solution, r.stats["objective_cycles"], tso_space).raise_if_failed()
+    return r.solution.choice
 
 
 def _real(name: str, picks: list[str] | None = None):
@@ -124,21 +136,22 @@ def _check_against_enumeration(layer, shape) -> None:
     the decoded tiles re-evaluate to it."""
     ex = solve_layer_cpsat(layer, shape, ARCH, warm=None, use_cutoff=False, time_limit=20.0)
     bests = {(b.tle, b.tlt): b.burst for b in combo_bests(layer, shape, ARCH)}
-    assert len(ex.combos) == 9
-    for o in ex.combos:
-        ref = bests[(o.tle, o.tlt)]
+    assert len(ex.stats["pairs"]) == 9
+    for o in ex.stats["pairs"]:
+        ref = bests[(o["tle"], o["tlt"])]
         if ref is None:
-            assert o.status == Status.INFEASIBLE, (o.tle, o.tlt)
+            assert o["status"] == Status.INFEASIBLE, (o["tle"], o["tlt"])
         else:
-            assert o.status == Status.OPTIMAL, (o.tle, o.tlt, o.status)
-            assert o.objective == ref[0], (o.tle, o.tlt)
-    assert ex.result.status == Status.OPTIMAL
-    assert ex.objective_cycles == _enum_cycles(layer, shape)
-    assert ex.result.bound == ex.result.objective
-    assert ex.choice is not None and ex.breakdown is not None
-    bd = evaluate(layer, shape, ARCH, *ex.choice)
-    assert bd.feasible and cycles_of(bd) == ex.objective_cycles
-    assert bd.total_us == ex.result.objective
+            assert o["status"] == Status.OPTIMAL, (o["tle"], o["tlt"], o["status"])
+            assert o["objective_cycles"] == ref[0], (o["tle"], o["tlt"])
+    assert ex.status == Status.OPTIMAL
+    assert ex.objective == ex.stats["objective_cycles"] == _enum_cycles(layer, shape)
+    assert ex.bound == ex.objective
+    choice = _checked(layer, shape, ex)
+    assert choice is not None
+    bd = evaluate(layer, shape, ARCH, *choice)
+    assert bd.feasible and cycles_of(bd) == ex.objective
+    assert bd.total_us == ex.stats["objective_us"]
 
 
 @pytest.mark.parametrize("layer,shape", SMALL, ids=[ly.name for ly, _ in SMALL])
@@ -169,8 +182,8 @@ def test_resnet50_warm_proves_enumeration(layer, shape):
     lc = search_layer(layer, shape, ARCH)
     enum = round(lc.objective_us * MHZ)
     ex = solve_layer_cpsat(layer, shape, ARCH, warm=lc, time_limit=20.0)
-    assert ex.result.status == Status.OPTIMAL
-    assert ex.objective_cycles == enum and ex.choice == (
+    assert ex.status == Status.OPTIMAL
+    assert ex.objective == enum and _checked(layer, shape, ex) == (
         lc.tle,
         lc.tlt,
         lc.T_R,
@@ -178,15 +191,17 @@ def test_resnet50_warm_proves_enumeration(layer, shape):
         lc.T_N,
         lc.T_M,
     )
-    assert ex.result.bound == ex.result.objective
-    assert (ex.combos[-1].tle, ex.combos[-1].tlt) == (lc.tle, lc.tlt)
-    assert all(o.cutoff == enum - 1 and o.status == Status.INFEASIBLE for o in ex.combos)
-    assert not any(o.hinted for o in ex.combos)
+    assert ex.bound == ex.objective
+    pairs = ex.stats["pairs"]
+    assert (pairs[-1]["tle"], pairs[-1]["tlt"]) == (lc.tle, lc.tlt)
+    assert all(o["cutoff"] == enum - 1 and o["status"] == Status.INFEASIBLE for o in pairs)
+    assert not any(o["hinted"] for o in pairs)
     hx = solve_layer_cpsat(layer, shape, ARCH, warm=lc, time_limit=20.0, warm_mode="hint")
-    assert hx.result.status == Status.OPTIMAL and hx.objective_cycles == enum
-    hinted = [o for o in hx.combos if o.hinted]
-    assert len(hinted) == 1 and (hinted[0].tle, hinted[0].tlt) == (lc.tle, lc.tlt)
-    assert hinted[0].cutoff is None and hinted[0].objective == enum
+    assert hx.status == Status.OPTIMAL and hx.objective == enum
+    _checked(layer, shape, hx)
+    hinted = [o for o in hx.stats["pairs"] if o["hinted"]]
+    assert len(hinted) == 1 and (hinted[0]["tle"], hinted[0]["tlt"]) == (lc.tle, lc.tlt)
+    assert hinted[0]["cutoff"] is None and hinted[0]["objective_cycles"] == enum
     us, status = solve_layer_exact(layer, shape, ARCH, "burst", lc, 20.0, 2)
     assert status == "optimal" and us == lc.objective_us
 
@@ -194,10 +209,11 @@ def test_resnet50_warm_proves_enumeration(layer, shape):
 @pytest.mark.parametrize("layer,shape", SMALL[:2] + SMALL[4:5], ids=["c3x3", "s2", "dw"])
 def test_noburst_optimum_equals_enumeration(layer, shape):
     ex = solve_layer_cpsat(layer, shape, ARCH, "noburst", warm=None, time_limit=20.0)
-    assert ex.result.status == Status.OPTIMAL
-    assert ex.objective_cycles == _enum_cycles(layer, shape, "noburst")
-    bd = evaluate(layer, shape, ARCH, *ex.choice, model="noburst")  # type: ignore[misc]
-    assert cycles_of(bd) == ex.objective_cycles
+    assert ex.status == Status.OPTIMAL
+    assert ex.objective == _enum_cycles(layer, shape, "noburst")
+    choice = _checked(layer, shape, ex, "noburst")
+    bd = evaluate(layer, shape, ARCH, *choice, model="noburst")  # type: ignore[misc]
+    assert cycles_of(bd) == ex.objective
 
 
 def test_free_filters_never_dearer_and_sometimes_cheaper():
@@ -208,15 +224,18 @@ def test_free_filters_never_dearer_and_sometimes_cheaper():
     for layer, shape in [SMALL[0], SMALL[4], SMALL[6], *_real("lenet", ["C5"])]:
         tso = solve_layer_cpsat(layer, shape, ARCH, warm=None, use_cutoff=False)
         free = solve_layer_cpsat(layer, shape, ARCH, warm=None, use_cutoff=False, space="free")
-        assert tso.result.status == free.result.status == Status.OPTIMAL
-        assert free.objective_cycles is not None and tso.objective_cycles is not None
-        assert free.objective_cycles <= tso.objective_cycles
-        assert free.choice is not None
-        bd = evaluate(layer, shape, ARCH, *free.choice)
-        assert cycles_of(bd) == free.objective_cycles
-        for a, b in zip(tso.combos, free.combos, strict=True):
-            if a.objective is not None and b.objective is not None:
-                cheaper += b.objective < a.objective
+        assert tso.status == free.status == Status.OPTIMAL
+        assert free.objective is not None and tso.objective is not None
+        assert free.objective <= tso.objective
+        _checked(layer, shape, tso)
+        choice = _checked(layer, shape, free, tso_space=False)
+        assert choice is not None
+        bd = evaluate(layer, shape, ARCH, *choice)
+        assert cycles_of(bd) == free.objective
+        for a, b in zip(tso.stats["pairs"], free.stats["pairs"], strict=True):
+            oa, ob = a["objective_cycles"], b["objective_cycles"]
+            if oa is not None and ob is not None:
+                cheaper += ob < oa
     assert cheaper >= 1
 
 
@@ -234,24 +253,27 @@ def test_mip_agrees(layer, shape):
     """The one-binary-per-candidate model on HiGHS finds the enumeration's optimum (binaries up
     to MIP_MAX_BINARIES candidates, the integral LP above), and its choice re-evaluates to it."""
     mip = solve_layer_mip(layer, shape, ARCH)
-    n = mip.result.stats["candidates"]
-    assert mip.result.stats["form"] == ("mip" if n <= MIP_MAX_BINARIES else "lp")
-    assert mip.result.status == Status.OPTIMAL
-    assert mip.result.backend == "highs"
-    assert mip.objective_cycles == _enum_cycles(layer, shape)
-    assert mip.result.bound is not None
-    assert mip.result.bound == pytest.approx(mip.result.objective, abs=1e-6)
-    assert mip.choice is not None
-    assert cycles_of(evaluate(layer, shape, ARCH, *mip.choice)) == mip.objective_cycles
+    n = mip.stats["candidates"]
+    assert mip.stats["form"] == ("mip" if n <= MIP_MAX_BINARIES else "lp")
+    assert mip.status == Status.OPTIMAL
+    assert mip.backend == "highs"
+    assert mip.stats["objective_cycles"] == _enum_cycles(layer, shape)
+    assert mip.bound is not None
+    assert mip.bound == pytest.approx(mip.objective, abs=1e-6)
+    choice = _checked(layer, shape, mip)
+    assert choice is not None
+    assert cycles_of(evaluate(layer, shape, ARCH, *choice)) == mip.stats["objective_cycles"]
 
 
 def test_mip_and_lp_forms_agree():
     layer, shape = SMALL[0]
     a = solve_layer_mip(layer, shape, ARCH, form="mip")
     b = solve_layer_mip(layer, shape, ARCH, form="lp")
-    assert (a.result.stats["form"], b.result.stats["form"]) == ("mip", "lp")
-    assert a.result.status == b.result.status == Status.OPTIMAL
-    assert a.objective_cycles == b.objective_cycles == _enum_cycles(layer, shape)
+    assert (a.stats["form"], b.stats["form"]) == ("mip", "lp")
+    assert a.status == b.status == Status.OPTIMAL
+    assert a.stats["objective_cycles"] == b.stats["objective_cycles"] == _enum_cycles(layer, shape)
+    _checked(layer, shape, a)
+    _checked(layer, shape, b)
     with pytest.raises(ValueError):
         solve_layer_mip(layer, shape, ARCH, form="qp")
 
@@ -276,8 +298,9 @@ def test_status_is_optimal_only_when_every_pair_is_closed():
     layer, shape = _real("yolov2", ["conv3"])[0]
     for limit, warm in itertools.product((0.05, 2.0), (True, None)):
         ex = solve_layer_cpsat(layer, shape, ARCH, warm=warm, time_limit=limit)
-        closed = all(o.status in (Status.OPTIMAL, Status.INFEASIBLE) for o in ex.combos)
-        r = ex.result
+        closed = all(o["status"] in ("optimal", "infeasible") for o in ex.stats["pairs"])
+        r = ex
+        _checked(layer, shape, r)
         assert (r.status == Status.OPTIMAL) == (closed and r.objective is not None)
         if r.objective is not None:
             assert r.bound is not None and r.bound <= r.objective
@@ -295,8 +318,8 @@ def test_infeasible_layer():
     with pytest.raises(ValueError):
         search_layer(layer, shape, ARCH)
     ex = solve_layer_cpsat(layer, shape, ARCH)
-    assert ex.result.status == Status.INFEASIBLE
-    assert ex.result.objective is None and ex.choice is None
+    assert ex.status == Status.INFEASIBLE
+    assert ex.objective is None and ex.solution is None
     assert solve_layer_exact(layer, shape, ARCH) == (math.inf, "infeasible")
 
 

@@ -38,6 +38,7 @@ from npusched.heuristics.flexer.search import (
 from npusched.partition.flexer import tiled_conv
 from npusched.partition.schemes import loop_order_rank
 from npusched.problem.flexer import IN, OT, WT, TiledConv, supports
+from npusched.solvers.result import Status
 from npusched.verify.flexer import verify_flexer
 from npusched.workload.layers import INPUT, Layer
 from npusched.workload.network import Network
@@ -347,7 +348,7 @@ def test_branch_and_bound_finds_the_exhaustive_best():
     net = small_net(c=64, k=64, hw=16)
     layer = net.layers[0]
     s = Settings(n_npus=2, capacity=96 * 1024, bandwidth=16, max_ops=64)
-    res = search_layer(net, layer, s)
+    ooo, static = (search_layer(net, layer, s, kind) for kind in ("ooo", "static"))
     best: dict[str, float] = {}
     for tiles in tiling_space(net, layer, s):
         p = layer_problem(net, layer, tiles, s)
@@ -364,10 +365,12 @@ def test_branch_and_bound_finds_the_exhaustive_best():
                 except NoFit:
                     continue
                 best[kind] = min(best.get(kind, np.inf), m)
-    assert res.ooo is not None and res.static is not None
-    assert res.ooo.metric == best["ooo"]
-    assert res.static.metric == best["static"]
-    assert res.ooo_evaluated <= res.tilings
+    for res, kind in ((ooo, "ooo"), (static, "static")):
+        assert res.status is Status.FEASIBLE and res.solution is not None
+        assert res.objective == best[kind] == res.solution.metric()
+        assert verify_flexer(res.solution).ok
+        assert res.bound is not None and res.bound <= res.objective
+        assert res.stats["evaluated"] <= res.stats["tilings"]
 
 
 # ---- the CLI -----------------------------------------------------------------------------------

@@ -1,0 +1,371 @@
+"""Flexer's methods (Min, Kwon, Egger, CGO 2023, seed ``000_4482881724fd7be8.txt``):
+``flexer-ooo``, ``flexer-static``, ``flexer-cpsat``, ``flexer-spill`` and ``flexer-offline``.
+
+- ``flexer-ooo`` / ``flexer-static`` take a
+  :class:`~npusched.heuristics.flexer.search.FlexerLayer` and run Algorithm 1's search of that
+  layer over tilings × dataflows (OoO, §3–§4) or tilings × loop orders × stationarities (the
+  static baseline, §5); the solution is the best schedule. A layer search (not the scheduling
+  of one given tiling) is what ``npusched flexer`` and the benches run per layer, so it is the
+  unit here; :func:`search_network` runs it over a network's layers in parallel.
+- ``flexer-cpsat`` takes a :class:`~npusched.problem.flexer.FlexerInstance` (one tiled layer on
+  the NPUs) and finds its least-latency once-per-tile schedule
+  (:func:`~npusched.formulations.flexer.schedule.schedule_exact`); the warm start is a schedule.
+- ``flexer-spill`` takes a :class:`~npusched.problem.flexer.SpillRequest` and selects the spill
+  victims exactly (:func:`~npusched.formulations.flexer.spill.solve_spill_exact`).
+- ``flexer-offline`` takes a :class:`~npusched.problem.flexer_residency.ResidencyProblem` and
+  bounds the DRAM bytes of a fixed issue order
+  (:func:`~npusched.formulations.flexer.offline.offline_bound`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+from npusched.arch.model import Arch
+from npusched.common.parallel import map_layers
+from npusched.formulations.flexer.offline import offline_bound
+from npusched.formulations.flexer.schedule import schedule_exact
+from npusched.formulations.flexer.spill import solve_spill
+from npusched.heuristics.flexer.ooo import MEM_POLICIES, PRIORITIES
+from npusched.heuristics.flexer.search import (
+    FlexerLayer,
+    Settings,
+    layer_geometry,
+    search_layer,
+)
+from npusched.methods.registry import Context, Method, NoParams, register, solve
+from npusched.problem.flexer import FlexerInstance, FlexerSchedule, SpillRequest, supports
+from npusched.problem.flexer_residency import ResidencyProblem
+from npusched.solvers.result import Result
+from npusched.verify.flexer import verify_flexer
+from npusched.workload.layers import Layer
+from npusched.workload.network import Network
+
+
+@dataclass(frozen=True)
+class FlexerOooParams:
+    """``flexer-ooo``: the set priority (§4.3 or Table 2's), the memory policy (Algorithm 2 or
+    Table 2's) and the scheduling window; ``None`` takes the problem's settings."""
+
+    priority: str | None = None
+    mem_policy: str | None = None
+    window: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.priority is not None and self.priority not in PRIORITIES:
+            raise ValueError(f"unknown priority {self.priority!r}; choose from {PRIORITIES}")
+        if self.mem_policy is not None and self.mem_policy not in MEM_POLICIES:
+            raise ValueError(f"unknown memory policy {self.mem_policy!r}; choose {MEM_POLICIES}")
+
+
+@dataclass(frozen=True)
+class FlexerOfflineParams:
+    """``flexer-offline``: the contiguous model (CP-SAT only) and the greedy warm start."""
+
+    contiguous: bool = False
+    warm: bool = True
+
+
+def _wall_deadline(ctx: Context) -> float | None:
+    """The context's deadline as a ``time.time()`` value (the search's clock)."""
+    left = ctx.remaining()
+    return None if left is None else time.time() + left
+
+
+def _layer_applies(problem: FlexerLayer) -> str | None:
+    return None if supports(problem.layer) else f"{problem.layer.op} is not tiled by Flexer"
+
+
+def _run_ooo(problem: FlexerLayer, backend: str, params: FlexerOooParams, ctx: Context) -> Result:
+    s = problem.settings
+    changes = {k: v for k, v in dataclasses.asdict(params).items() if v is not None}
+    s = replace(s, **changes) if changes else s
+    return search_layer(problem.net, problem.layer, s, "ooo", _wall_deadline(ctx))
+
+
+def _run_static(problem: FlexerLayer, backend: str, params: NoParams, ctx: Context) -> Result:
+    return search_layer(problem.net, problem.layer, problem.settings, "static", _wall_deadline(ctx))
+
+
+def _run_cpsat(problem: FlexerInstance, backend: str, params: NoParams, ctx: Context) -> Result:
+    p = problem
+    hint = ctx.warm_start
+    if hint is not None and not isinstance(hint, FlexerSchedule):
+        raise ValueError("a flexer-cpsat warm start must be a FlexerSchedule")
+    return schedule_exact(
+        p.problem, p.n_npus, p.capacity, p.bandwidth, prefetch=p.prefetch,
+        time_limit=ctx.remaining(), threads=ctx.threads, seed=ctx.seed, hint=hint,
+    )  # fmt: skip
+
+
+def _run_spill(problem: SpillRequest, backend: str, params: NoParams, ctx: Context) -> Result:
+    left = ctx.remaining()
+    return solve_spill(
+        problem, backend=backend, time_limit=10.0 if left is None else left,
+        threads=ctx.threads, seed=ctx.seed,
+    )  # fmt: skip
+
+
+def _run_offline(
+    problem: ResidencyProblem, backend: str, params: FlexerOfflineParams, ctx: Context
+) -> Result:
+    return offline_bound(
+        problem.problem, problem.order, problem.capacity, contiguous=params.contiguous,
+        backend=backend, time_limit=ctx.remaining(), threads=ctx.threads, seed=ctx.seed,
+        warm=params.warm, log=ctx.log,
+    )  # fmt: skip
+
+
+register(
+    Method("flexer-ooo", FlexerLayer, ("none",), _run_ooo,
+           "Flexer's OoO scheduler searched over a layer's tilings x dataflows (Algorithm 1)",
+           params=FlexerOooParams, applies=_layer_applies)
+)  # fmt: skip
+register(
+    Method("flexer-static", FlexerLayer, ("none",), _run_static,
+           "best static loop-order schedule of a layer over tilings x loop orders (Flexer §5)",
+           applies=_layer_applies)
+)  # fmt: skip
+register(
+    Method("flexer-cpsat", FlexerInstance, ("cpsat",), _run_cpsat,
+           "least-latency once-per-tile schedule of a small tiled layer (CP-SAT)")
+)  # fmt: skip
+register(
+    Method("flexer-spill", SpillRequest, ("cpsat", "cbc", "highs"), _run_spill,
+           "exact spill-victim selection (Flexer Algorithm 2's lexicographic key)")
+)  # fmt: skip
+register(
+    Method("flexer-offline", ResidencyProblem, ("highs", "cpsat", "cbc"), _run_offline,
+           "offline lower bound on the DRAM bytes of a fixed Flexer issue order",
+           params=FlexerOfflineParams)
+)  # fmt: skip
+
+
+# ---- a network: per-layer Results and totals -------------------------------------------------
+
+
+class LayerRuns(NamedTuple):
+    """The OoO and static Results of one layer (``None``: not run)."""
+
+    name: str
+    ooo: Result | None
+    static: Result | None
+
+    @property
+    def complete(self) -> bool:
+        """Whether both searches that ran went to their end."""
+        return all(r.stats["complete"] for r in (self.ooo, self.static) if r is not None)
+
+    @property
+    def tilings(self) -> int:
+        """Viable tilings of the layer (0 when no search ran)."""
+        ran = self.ooo or self.static
+        return 0 if ran is None else int(ran.stats["tilings"])
+
+    @property
+    def ooo_evaluated(self) -> int:
+        return 0 if self.ooo is None else int(self.ooo.stats["evaluated"])
+
+    @property
+    def static_evaluated(self) -> int:
+        return 0 if self.static is None else int(self.static.stats["evaluated"])
+
+    @property
+    def seconds(self) -> float:
+        """Wall seconds of the searches that ran."""
+        return sum(r.runtime_s for r in (self.ooo, self.static) if r is not None)
+
+
+def figures(r: Result | None) -> dict[str, Any] | None:
+    """The best schedule's figures of a layer search (its ``stats``: ``tiling``, ``dataflow``,
+    ``latency``, ``transfer_bytes``, ``bytes_by_type``, …), or ``None`` without a schedule."""
+    return None if r is None or r.solution is None else r.stats
+
+
+@dataclass
+class NetworkSearch:
+    """Per-layer Results of :func:`search_network` in network order, the settings, and totals."""
+
+    network: str
+    arch: str
+    settings: Settings
+    layers: list[LayerRuns]
+    search_seconds: float
+    distinct: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every layer's search ran to the end (no time limit cut it short)."""
+        return all(r.complete for r in self.layers)
+
+    def totals(self) -> dict[str, float]:
+        """Sums over the layers that have both an OoO and a static schedule."""
+        both = [(figures(r.ooo), figures(r.static)) for r in self.layers]
+        done = [(o, s) for o, s in both if o and s]
+        out: dict[str, float] = {
+            "ooo_latency": sum(o["latency"] for o, _ in done),
+            "ooo_transfer_bytes": sum(o["transfer_bytes"] for o, _ in done),
+            "static_latency": sum(s["latency"] for _, s in done),
+            "static_transfer_bytes": sum(s["transfer_bytes"] for _, s in done),
+        }
+        out["compared_layers"] = len(done)
+        out["speedup"] = out["static_latency"] / max(1.0, out["ooo_latency"])
+        out["transfer_reduction"] = out["static_transfer_bytes"] / max(
+            1.0, out["ooo_transfer_bytes"]
+        )
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object ``npusched flexer --json`` prints."""
+        return {
+            "network": self.network,
+            "arch": self.arch,
+            "search_seconds": round(self.search_seconds, 3),
+            "complete": self.complete,
+            "settings": {
+                **dataclasses.asdict(self.settings),
+                "fill_drain": self.settings.op_overhead,
+            },
+            "distinct_layers": self.distinct,
+            "skipped": self.skipped,
+            "layers": [_layer_json(r) for r in self.layers],
+            "total": self.totals(),
+        }
+
+
+def _layer_json(r: LayerRuns) -> dict[str, Any]:
+    o, st = figures(r.ooo), figures(r.static)
+
+    def get(f: dict[str, Any] | None, key: str) -> Any:
+        return None if f is None else f[key]
+
+    return {
+        "name": r.name,
+        "ooo_latency": get(o, "latency"),
+        "ooo_transfer_bytes": get(o, "transfer_bytes"),
+        "static_latency": get(st, "latency"),
+        "static_transfer_bytes": get(st, "transfer_bytes"),
+        "tiling": None if o is None else list(o["tiling"]),
+        "dataflow": get(o, "dataflow"),
+        "static_tiling": None if st is None else list(st["tiling"]),
+        "static_dataflow": get(st, "dataflow"),
+        "ooo_bytes_by_type": get(o, "bytes_by_type"),
+        "static_bytes_by_type": get(st, "bytes_by_type"),
+        "tilings": r.tilings,
+        "ooo_evaluated": r.ooo_evaluated,
+        "static_evaluated": r.static_evaluated,
+        "complete": r.complete,
+    }
+
+
+def _search_one(
+    net: Network, layer: Layer, s: Settings, kinds: tuple[str, ...], deadline: float | None
+) -> LayerRuns:
+    """``solve()`` of one layer with each method in ``kinds`` (``ooo`` first); the static
+    search runs only when the OoO one went to its end. ``deadline`` is a ``time.time()``."""
+    problem = FlexerLayer(net, layer, s)
+    runs: dict[str, Result | None] = {"ooo": None, "static": None}
+    for kind in ("ooo", "static"):
+        if kind not in kinds:
+            continue
+        left = None if deadline is None else max(0.01, deadline - time.time())
+        runs[kind] = r = solve(problem, f"flexer-{kind}", time_limit=left)
+        if not r.stats["complete"]:
+            break
+    return LayerRuns(layer.name, runs["ooo"], runs["static"])
+
+
+def search_network(
+    net: Network,
+    arch: Arch | Settings,
+    *,
+    layers: Sequence[str] | None = None,
+    kinds: Sequence[str] = ("ooo", "static"),
+    executor: Executor | None = None,
+    workers: int | None = None,
+    time_limit: float | None = None,
+    progress: bool = False,
+    **options: Any,
+) -> NetworkSearch:
+    """Algorithm 1 over the dense conv and fc layers of ``net`` (or the named ``layers``):
+    ``solve(…, "flexer-ooo")`` and ``"flexer-static"`` per distinct layer geometry (layers with
+    equal :func:`~npusched.heuristics.flexer.search.layer_geometry` share one search), in
+    parallel through :func:`~npusched.common.parallel.map_layers`.
+
+    ``time_limit`` (seconds of wall clock for the whole search) stops every layer's search
+    with the best found so far; :attr:`NetworkSearch.complete` says whether any was cut.
+    ``progress`` shows a bar of searched layers on stderr. ``options`` are :class:`Settings`
+    fields.
+
+    Raises
+    ------
+    ValueError
+        Unknown layer names, or a network without layers Flexer tiles.
+    """
+    s = arch if isinstance(arch, Settings) else Settings.from_arch(arch, **options)
+    if isinstance(arch, Settings) and options:
+        s = replace(s, **options)
+    names = {ly.name for ly in net.layers}
+    if layers:
+        bad = [x for x in layers if x not in names]
+        if bad:
+            raise ValueError(f"--layers: {net.name} has no layer {', '.join(bad)}")
+    chosen = [ly for ly in net.layers if (not layers or ly.name in layers)]
+    tiled = [ly for ly in chosen if supports(ly)]
+    skipped = [ly.name for ly in chosen if not supports(ly) and ly.op in ("conv", "fc")]
+    if not tiled:
+        raise ValueError(f"{net.name}: no dense conv or fc layer to schedule")
+    t0 = time.perf_counter()
+    groups: dict[tuple[Any, ...], list[Layer]] = {}
+    for ly in tiled:
+        groups.setdefault(layer_geometry(net, ly), []).append(ly)
+    reps = [v[0] for v in groups.values()]
+    work = [int(ly.macs(net.in_shapes(ly)) // 1000) for ly in reps]
+    if time_limit is not None and time_limit <= 0:
+        raise ValueError(f"time limit must be positive, got {time_limit}")
+    deadline = None if time_limit is None else time.time() + time_limit
+    found = map_layers(
+        _search_one,
+        [(net, ly, s, tuple(kinds), deadline) for ly in reps],
+        executor=executor,
+        workers=workers,
+        weights=work,
+        progress=f"flexer {net.name}" if progress else None,
+    )
+    by_key = {k: r for k, r in zip(groups, found, strict=True)}
+    rows = [by_key[layer_geometry(net, ly)]._replace(name=ly.name) for ly in tiled]
+    name = arch.name if isinstance(arch, Arch) else f"{s.n_npus} NPUs"
+    return NetworkSearch(net.name, name, s, rows, time.perf_counter() - t0, len(reps), skipped)
+
+
+def verify_choices(result: NetworkSearch) -> int:
+    """Verify every chosen schedule; return how many were checked.
+
+    Raises
+    ------
+    RuntimeError
+        A schedule fails :func:`~npusched.verify.flexer.verify_flexer` or differs from the
+        figures the search reported.
+    """
+    checked = 0
+    for r in result.layers:
+        for kind, res in (("ooo", r.ooo), ("static", r.static)):
+            if res is None or res.solution is None:
+                continue
+            assert isinstance(res.solution, FlexerSchedule)
+            rep = verify_flexer(res.solution)
+            if not rep.ok:
+                raise RuntimeError(f"{r.name} {kind}: {rep.violations[:3]}")
+            if (rep.latency, rep.transfer_bytes) != (
+                res.stats["latency"],
+                res.stats["transfer_bytes"],
+            ):
+                raise RuntimeError(f"{r.name} {kind}: verified figures differ from the search")
+            checked += 1
+    return checked
