@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
 def positive_int(text: str) -> int:
@@ -42,3 +43,18 @@ def int_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated integers, got {text!r}"
         ) from None
+
+
+CONTENTION = "transfers hold the links of their XY route, one at a time per link (routed)"
+FREE = "Stream export: any core in each CN's possible_cores (default: Stream's allocation)"
+
+
+def flag(parser: argparse.ArgumentParser, name: str, text: str) -> None:
+    """A boolean ``--name`` switch."""
+    parser.add_argument(name, action="store_true", help=text)
+
+
+def given(args: argparse.Namespace, **defaults: Any) -> dict[str, Any]:
+    """The method options the user set: flags whose value differs from its default (a method
+    rejects options it does not have)."""
+    return {k: getattr(args, k) for k, v in defaults.items() if getattr(args, k) != v}

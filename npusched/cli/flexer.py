@@ -28,7 +28,7 @@ from npusched.heuristics.flexer.ooo import MEM_POLICIES, PRIORITIES
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``flexer`` to ``subparsers``; its ``func`` default is :func:`cmd_flexer`."""
+    """Add ``flexer`` to ``subparsers``; its ``func`` default is :func:`run`."""
     from npusched.heuristics.flexer.search import METRICS
 
     f = subparsers.add_parser(
@@ -67,11 +67,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     f.add_argument("--workers", type=positive_int, help="parallel layers (default: all cores)")
     f.add_argument("--no-verify", action="store_true", help="do not re-check the schedules")
     f.add_argument("--json", action="store_true", help="print one JSON object")
-    f.set_defaults(func=cmd_flexer)
+    f.set_defaults(func=run)
     return f
 
 
-def cmd_flexer(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``npusched flexer``: search, verify, print a table or JSON."""
     from tabulate import tabulate
 

@@ -5,23 +5,19 @@
     npusched tile --network inceptionv3 --arch tso-nmp-16 [--model burst|noburst]
                   [--fix-tle KS|KS&OFM|OFM] [--fix-tlt IS|OS|WS] [--exact] [--json] [--workers N]
 
-:func:`add_parser` adds the sub-command to the main CLI's sub-parsers; errors are raised as
-:class:`~npusched.io.InputError` / ``ValueError`` for the main CLI's handler (exit code 2).
-:func:`main` runs the command on its own (``python -m npusched.cli.tile ...``) with the same
-handling.
+:func:`add_parser` adds the verb to the main CLI's sub-parsers; errors are raised as
+:class:`~npusched.common.errors.InputError` / ``ValueError`` for the main CLI's handler (exit
+code 2).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import math
-import sys
 from typing import Any
 
 from npusched.cli.args import positive_float, positive_int
-from npusched.common.errors import InputError
 from npusched.problem.tiling import MODELS, TLE_SLICINGS, TLT_SCHEDULES
 
 
@@ -31,7 +27,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     Returns
     -------
     argparse.ArgumentParser
-        The ``tile`` parser; its ``func`` default is :func:`cmd_tile`.
+        The ``tile`` parser; its ``func`` default is :func:`run`.
     """
     t = subparsers.add_parser(
         "tile",
@@ -65,11 +61,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=positive_int,
         help="parallel layer searches (default: all cores; 1 = in this process)",
     )
-    t.set_defaults(func=cmd_tile)
+    t.set_defaults(func=run)
     return t
 
 
-def cmd_tile(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``npusched tile``: search, optionally solve exactly, print a table or JSON.
 
     Raises
@@ -84,15 +80,8 @@ def cmd_tile(args: argparse.Namespace) -> int:
 
     from npusched.arch import load_arch
     from npusched.heuristics.tiling.search import conv_layers
-    from npusched.workload.zoo import load_network
-
-    methods: Any = None
-    if args.exact:  # lazily, and before the search so a missing module fails fast
-        try:
-            methods = importlib.import_module("npusched.methods")
-        except ImportError as err:
-            raise ValueError(f"--exact needs npusched.methods: {err}") from None
     from npusched.methods.tiling import tile_network
+    from npusched.workload.zoo import load_network
 
     net = load_network(args.network)
     arch = load_arch(args.arch)
@@ -106,8 +95,8 @@ def cmd_tile(args: argparse.Namespace) -> int:
         workers=args.workers,
     )
     out = res.to_json()
-    if methods is not None:
-        _add_exact(methods, out["layers"], res.layers, net, arch, args)
+    if args.exact:
+        _add_exact(out["layers"], res.layers, net, arch, args)
     if args.json:
         print(json.dumps(out, indent=1))
         return 0
@@ -127,11 +116,10 @@ def cmd_tile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_exact(
-    methods: Any, rows: list[dict[str, Any]], choices: Any, net: Any, arch: Any, args: Any
-) -> None:
+def _add_exact(rows: list[dict[str, Any]], choices: Any, net: Any, arch: Any, args: Any) -> None:
     """``--exact``: ``solve(TsoLayer, "tso-exact")`` per layer (all 9 pairs, warm-started from
     the search's choice); its time (µs, under the search's model) and status as two columns."""
+    from npusched import methods
     from npusched.heuristics.tiling.search import conv_layers
     from npusched.problem.tiling import TsoLayer
 
@@ -148,24 +136,3 @@ def _add_exact(
         us = ex.stats.get("objective_us")
         row["exact_time_us"] = math.inf if us is None else us
         row["exact_status"] = ex.status.value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """A parser with only the ``tile`` command (what :func:`main` uses)."""
-    p = argparse.ArgumentParser(prog="npusched")
-    add_parser(p.add_subparsers(dest="command", required=True))
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``npusched tile`` on its own, with the main CLI's error handling (exit code 2)."""
-    args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except (InputError, ValueError) as err:
-        print(f"npusched: error: {err}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -53,18 +53,17 @@ node (``node NAME (OpType)``) or field, and the reason.
 from __future__ import annotations
 
 import os
-import re
-from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
 from npusched.common.errors import InputError
-from npusched.workload.layers import INPUT, Layer, Shape
+from npusched.io.onnx_state import Act, ImportState
+from npusched.workload.layers import INPUT, Shape
 from npusched.workload.network import Network
 
 ACTIVATIONS = frozenset(
@@ -108,144 +107,9 @@ _NUMPY_BINARY = {
     "Pow": np.power,
 }
 
-Dims = tuple[int | None, ...]
 
-
-@dataclass(frozen=True)
-class _Act:
-    """An activation tensor: the output of layer ``src`` (or the input), whose (C, H, W) is
-    ``shape``, seen as ``[1, C, H, W]`` (``rank`` 4) or flattened ``[1, C·H·W]`` (``rank`` 2).
-    ``raw``: still the layer's own output, read by nothing else, so a bias or batch norm on it
-    folds into the layer."""
-
-    src: str
-    shape: Shape
-    rank: int
-    raw: bool
-
-
-class _Importer:
-    """State of one import; :meth:`run` walks the nodes in their (topological) order."""
-
-    def __init__(self, model: onnx.ModelProto, path: str) -> None:
-        self.model = model
-        self.path = path
-        self.graph = model.graph
-        self.consts: dict[str, np.ndarray] = {}
-        self.dims: dict[str, Dims] = {}
-        self.values: dict[str, _Act] = {}
-        self.layers: list[Layer] = []
-        self.pos: dict[str, int] = {}
-        self.names: set[str] = {INPUT}
-        self.absorbed: Counter[str] = Counter()
-        self.folded_bn = 0
-        self.unfolded_bn: list[str] = []
-        self.consumers: Counter[str] = Counter(
-            t for node in self.graph.node for t in node.input if t
-        )
-        self.outputs = {o.name for o in self.graph.output}
-
-    # ---- helpers ------------------------------------------------------------------------------
-
-    def fail(self, node: onnx.NodeProto, reason: str) -> NoReturn:
-        label = node.name or (node.output[0] if node.output else "?")
-        raise InputError(self.path, f"node {label} ({node.op_type})", reason)
-
-    def act(self, node: onnx.NodeProto, tensor: str, rank: int | None = None) -> _Act:
-        """The activation ``tensor`` (of the given rank, if any) read by ``node``."""
-        if tensor in self.values:
-            a = self.values[tensor]
-            if rank is not None and a.rank != rank:
-                want = "[1, C, H, W]" if rank == 4 else "a flattened [1, N]"
-                self.fail(node, f"input {tensor!r} must be {want} activation, got rank {a.rank}")
-            return a
-        if tensor in self.consts:
-            self.fail(node, f"input {tensor!r} is a constant; an activation is needed")
-        self.fail(node, f"input {tensor!r} is not produced by an earlier node")
-
-    def shape_of(self, node: onnx.NodeProto, tensor: str) -> tuple[int, ...]:
-        """Static shape of a weight tensor (constant, or graph input with a known shape)."""
-        if tensor in self.consts:
-            return tuple(int(d) for d in self.consts[tensor].shape)
-        dims = self.dims.get(tensor)
-        if dims is None or any(d is None for d in dims):
-            self.fail(node, f"weight {tensor!r} has no static shape")
-        return tuple(int(d) for d in dims if d is not None)
-
-    def exclusive(self, tensor: str) -> bool:
-        """``tensor`` is read by exactly one node and is not a graph output."""
-        return self.consumers[tensor] == 1 and tensor not in self.outputs
-
-    def unique_name(self, node: onnx.NodeProto) -> str:
-        raw = node.name or (node.output[0] if node.output else "")
-        base = re.sub(r"[^A-Za-z0-9_.-]+", "_", raw).strip("_") or node.op_type.lower()
-        name, k = base, 2
-        while name in self.names:
-            name, k = f"{base}_{k}", k + 1
-        self.names.add(name)
-        return name
-
-    def add_layer(self, node: onnx.NodeProto, op: str, inputs: list[_Act], **kw: Any) -> None:
-        """Append a layer for ``node``, check its shape against ONNX's and map its output."""
-        name = self.unique_name(node)
-        try:
-            layer = Layer(name, op, tuple(a.src for a in inputs), **kw)
-            shape = layer.output_shape([a.shape for a in inputs])
-        except ValueError as err:
-            self.fail(node, str(err))
-        rank = 2 if op == "fc" else 4
-        expect = (1, *shape) if rank == 4 else (1, shape[0])
-        out = node.output[0]
-        dims = self.dims.get(out)
-        if dims is not None and dims != expect:
-            self.fail(
-                node, f"ONNX infers output shape {list(dims)}, the layer model {list(expect)}"
-            )
-        self.pos[name] = len(self.layers)
-        self.layers.append(layer)
-        self.values[out] = _Act(name, shape, rank, raw=op in ("conv", "fc") and self.exclusive(out))
-
-    def absorb(self, node: onnx.NodeProto, a: _Act, keep_raw: bool = False) -> None:
-        """Map ``node``'s first output onto ``a``'s layer (no layer of its own)."""
-        self.absorbed[node.op_type] += 1
-        raw = keep_raw and a.raw and self.exclusive(node.output[0])
-        self.values[node.output[0]] = replace(a, raw=raw)
-
-    def layer_width(self, a: _Act) -> int:
-        """Size of ``a``'s axis 1: channels (rank 4) or features (rank 2)."""
-        c, h, w = a.shape
-        return c if a.rank == 4 else c * h * w
-
-    def fold_bias(self, a: _Act) -> None:
-        k = self.pos[a.src]
-        self.layers[k] = replace(self.layers[k], bias=True)
-
-    def pads(
-        self,
-        node: onnx.NodeProto,
-        attrs: dict[str, Any],
-        hw: tuple[int, int],
-        kernel: tuple[int, int],
-        stride: tuple[int, int],
-        dilation: tuple[int, int],
-    ) -> tuple[int, int, int, int]:
-        """Explicit ``(top, bottom, left, right)`` from ``pads`` or ``auto_pad``."""
-        auto = attrs.get("auto_pad", "NOTSET")
-        if auto == "NOTSET":
-            p = [int(v) for v in attrs.get("pads", [0, 0, 0, 0])]
-            if len(p) != 4 or min(p) < 0:
-                self.fail(node, f"pads {p} must be four non-negative numbers")
-            return (p[0], p[2], p[1], p[3])  # ONNX: [top, left, bottom, right]
-        if auto == "VALID":
-            return (0, 0, 0, 0)
-        if auto not in ("SAME_UPPER", "SAME_LOWER"):
-            self.fail(node, f"unknown auto_pad {auto!r}")
-        out: list[int] = []
-        for n, r, s, d in zip(hw, kernel, stride, dilation, strict=True):
-            total = max(0, (-(-n // s) - 1) * s + d * (r - 1) + 1 - n)
-            lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
-            out += [lo, total - lo]
-        return (out[0], out[1], out[2], out[3])
+class Importer(ImportState):
+    """One import; :meth:`run` walks the nodes in their (topological) order."""
 
     # ---- the walk -----------------------------------------------------------------------------
 
@@ -313,7 +177,7 @@ class _Importer:
             raise InputError(self.path, field, f"batch {values[0]}; only batch 1 is supported")
         if min(values) < 1:
             raise InputError(self.path, field, f"empty shape {values}")
-        self.values[vi.name] = _Act(INPUT, (values[1], values[2], values[3]), 4, raw=False)
+        self.values[vi.name] = Act(INPUT, (values[1], values[2], values[3]), 4, raw=False)
         return (values[1], values[2], values[3])
 
     def node(self, node: onnx.NodeProto) -> None:
@@ -435,7 +299,7 @@ class _Importer:
             self.fail(node, f"weight shape {list(b)} must be a matrix [N, K]")
         self.fc(node, a, b[0], b[1], bias=False)
 
-    def fc(self, node: onnx.NodeProto, a: _Act, n: int, k: int, bias: bool) -> None:
+    def fc(self, node: onnx.NodeProto, a: Act, n: int, k: int, bias: bool) -> None:
         c, h, w = a.shape
         if n != c * h * w:
             self.fail(node, f"weight reads {n} features, the input has {c * h * w}")
@@ -526,7 +390,7 @@ class _Importer:
         else:
             self.add_activations(node, xs)
 
-    def add_activations(self, node: onnx.NodeProto, xs: list[_Act]) -> None:
+    def add_activations(self, node: onnx.NodeProto, xs: list[Act]) -> None:
         if any(x.shape != xs[0].shape or x.rank != xs[0].rank for x in xs):
             shapes = [list(x.shape) for x in xs]
             self.fail(node, f"element-wise add needs equal shapes (no broadcasting), got {shapes}")
@@ -659,7 +523,7 @@ def read_onnx(
     except Exception as err:
         reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
         raise InputError(path, "(shape inference)", reason) from None
-    importer = _Importer(inferred, path)
+    importer = Importer(inferred, path)
     try:
         return importer.run(name or default_name)
     except InputError:

@@ -12,10 +12,10 @@ from npusched.solvers.result import Result
 
 
 def run_model(model: Any, backend: str, warm: Any, ctx: Context) -> tuple[RawOutput, Any]:
-    """Run ``model.lm`` on ``backend`` warm-started from ``model.encode(warm)`` within the
+    """Run ``model.model`` on ``backend`` warm-started from ``model.encode(warm)`` within the
     context's deadline; return the backend's output and ``model.decode`` of its answer."""
     raw = solve_linear(
-        model.lm,
+        model.model,
         backend,
         time_limit=ctx.remaining(),
         threads=ctx.threads,

@@ -62,7 +62,7 @@ def _heuristic(name: str) -> Callable[[PlacementInstance, str, NoParams, Context
 def _run_qap(inst: PlacementInstance, backend: str, params: NoParams, ctx: Context) -> Result:
     model = PlacementModel(inst)
     raw, decoded = run_model(model, backend, ctx.warm_start, ctx)
-    stats = {"variables": model.lm.num_vars, "rows": model.lm.row_counts()}
+    stats = {"variables": model.model.num_vars, "rows": model.model.row_counts()}
     return linear_result("qap", backend, raw, decoded, stats)
 
 

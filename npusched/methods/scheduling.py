@@ -180,8 +180,8 @@ def _run_timeindexed(
     model = TimeIndexedModel(instance, warm.makespan(instance), params.relaxed, params.precedence)
     raw, decoded = run_model(model, backend, warm, ctx)
     stats = {
-        "variables": model.lm.num_vars,
-        "rows": model.lm.row_counts(),
+        "variables": model.model.num_vars,
+        "rows": model.model.row_counts(),
         "horizon": model.windows.horizon,
         "relaxed_eq19": params.relaxed,
         "precedence": params.precedence,

@@ -54,6 +54,17 @@ def tile_cycles(layer: Layer, tiling: Tiling, unroll: Mapping[str, int]) -> IntA
     return grid.reshape(-1).astype(np.int64)
 
 
+def psum_chains(t: Tiling, psum_bytes: int) -> tuple[IntArray, IntArray, IntArray]:
+    """Partial-sum edges of one layer: each input-channel tile passes its partial sums (of the
+    output tile's volume) to the next, in :meth:`Tiling.index` numbering."""
+    nk, ny, nx, nc = t.counts
+    idx = np.arange(t.size).reshape(nk, ny, nx, nc)
+    vol = np.einsum("k,y,x->kyx", t.lengths(0), t.lengths(1), t.lengths(2))
+    src = idx[..., :-1].reshape(-1)
+    dst = idx[..., 1:].reshape(-1)
+    return src, dst, np.repeat(vol.reshape(-1), nc - 1) * psum_bytes
+
+
 def build_instance(
     net: Network,
     tilings: Mapping[str, Tiling],
@@ -96,13 +107,11 @@ def build_instance(
         r = rank[layer.name]
         for u, k in col.items():
             lat[off + r, k] = tile_cycles(layer, t, dict(u))
-        nk, ny, nx, nc = t.counts
-        if nc > 1:  # partial-sum chains
-            idx = np.arange(t.size).reshape(nk, ny, nx, nc)
-            vol = np.einsum("k,y,x->kyx", t.lengths(0), t.lengths(1), t.lengths(2))
-            srcs.append(off + r[idx[..., :-1].reshape(-1)])
-            dsts.append(off + r[idx[..., 1:].reshape(-1)])
-            byts.append(np.repeat(vol.reshape(-1), nc - 1) * psum_bytes)
+        if t.counts[3] > 1:
+            s, d, b = psum_chains(t, psum_bytes)
+            srcs.append(off + r[s])
+            dsts.append(off + r[d])
+            byts.append(b)
         channel = 0
         for p in layer.inputs:
             shape = net.shapes[p]

@@ -50,6 +50,49 @@ def solve_linear(
     line in its log, HiGHS's ``mip_dual_bound`` from the in-process model. PuLP's in-process HiGHS
     takes no warm start before PuLP 4.0; a warm start given to it is ignored and said so.
     """
+    prob, xs = _pulp_model(lm)
+    message = ""
+    if warm_start is not None:
+        for var, v in zip(xs, warm_start, strict=True):
+            var.setInitialValue(float(v))
+    with tempfile.TemporaryDirectory(prefix="npusched-pulp-") as tmp:
+        log_path = os.path.join(tmp, "solver.log")
+        if solver == "cbc":
+            backend = _cbc(time_limit, threads, seed, warm_start is not None, log_path, log)
+        elif solver == "highs":
+            backend = pulp.HiGHS(
+                msg=log, timeLimit=time_limit, threads=threads, random_seed=seed, mip_rel_gap=0.0
+            )
+            if warm_start is not None:
+                message = "warm start ignored: PuLP's in-process HiGHS does not take one"
+        else:
+            raise ValueError(f"unknown PuLP solver {solver!r}; choose 'cbc' or 'highs'")
+        t0 = time.perf_counter()
+        prob.solve(backend)
+        runtime = time.perf_counter() - t0
+        cbc_log = Path(log_path).read_text() if os.path.exists(log_path) else ""
+
+    status = _status(prob)
+    if status is Status.ERROR:
+        return RawOutput(status, message=f"PuLP status {pulp.LpStatus[prob.status]}")
+    if status not in (Status.OPTIMAL, Status.FEASIBLE):
+        return RawOutput(status, message=message)
+    x = np.array([v.value() if v.value() is not None else 0.0 for v in xs], dtype=float)
+    objective = lm.objective_value(x)  # PuLP gives None for a constant objective
+    bound: float | None = None
+    if solver == "cbc":
+        found = _CBC_LOWER.findall(cbc_log)
+        # CBC prints no "Lower bound:" line when it proves optimality: the bound is the optimum.
+        bound = float(found[-1]) if found else (objective if status is Status.OPTIMAL else None)
+    else:
+        dual = prob.solverModel.getInfo().mip_dual_bound
+        bound = float(dual) if np.isfinite(dual) else None
+    trace = [TracePoint(runtime, objective, bound)]
+    return RawOutput(status, x, objective, bound, trace, message)
+
+
+def _pulp_model(lm: LinearModel) -> tuple[pulp.LpProblem, list[pulp.LpVariable]]:
+    """``lm`` as a PuLP problem: one variable per column, ranged rows split in two."""
     prob = pulp.LpProblem(lm.name, pulp.LpMinimize)
     xs = [
         prob.add_variable(
@@ -73,49 +116,18 @@ def solve_linear(
             prob += pulp.LpConstraint(expr, pulp.LpConstraintGE, f"r{r}l", lo)
         if hi < np.inf:
             prob += pulp.LpConstraint(expr, pulp.LpConstraintLE, f"r{r}u", hi)
-    message = ""
-    if warm_start is not None:
-        for var, v in zip(xs, warm_start, strict=True):
-            var.setInitialValue(float(v))
-    with tempfile.TemporaryDirectory(prefix="npusched-pulp-") as tmp:
-        log_path = os.path.join(tmp, "solver.log")
-        if solver == "cbc":
-            backend = _cbc(time_limit, threads, seed, warm_start is not None, log_path, log)
-        elif solver == "highs":
-            backend = pulp.HiGHS(
-                msg=log, timeLimit=time_limit, threads=threads, random_seed=seed, mip_rel_gap=0.0
-            )
-            if warm_start is not None:
-                message = "warm start ignored: PuLP's in-process HiGHS does not take one"
-        else:
-            raise ValueError(f"unknown PuLP solver {solver!r}; choose 'cbc' or 'highs'")
-        t0 = time.perf_counter()
-        prob.solve(backend)
-        runtime = time.perf_counter() - t0
-        cbc_log = Path(log_path).read_text() if os.path.exists(log_path) else ""
+    return prob, xs
 
+
+def _status(prob: pulp.LpProblem) -> Status:
+    """PuLP's solution status as ours (``ERROR`` for anything it does not name)."""
     sol = prob.sol_status
     if sol == pulp.LpSolutionOptimal:
-        status = Status.OPTIMAL
-    elif sol == pulp.LpSolutionIntegerFeasible:
-        status = Status.FEASIBLE
-    elif sol == pulp.LpSolutionInfeasible or prob.status == pulp.LpStatusInfeasible:
-        status = Status.INFEASIBLE
-    elif sol == pulp.LpSolutionNoSolutionFound:
-        status = Status.TIME_LIMIT_NO_SOLUTION
-    else:
-        return RawOutput(Status.ERROR, message=f"PuLP status {pulp.LpStatus[prob.status]}")
-    if status not in (Status.OPTIMAL, Status.FEASIBLE):
-        return RawOutput(status, message=message)
-    x = np.array([v.value() if v.value() is not None else 0.0 for v in xs], dtype=float)
-    objective = lm.objective_value(x)  # PuLP gives None for a constant objective
-    bound: float | None = None
-    if solver == "cbc":
-        found = _CBC_LOWER.findall(cbc_log)
-        # CBC prints no "Lower bound:" line when it proves optimality: the bound is the optimum.
-        bound = float(found[-1]) if found else (objective if status is Status.OPTIMAL else None)
-    else:
-        dual = prob.solverModel.getInfo().mip_dual_bound
-        bound = float(dual) if np.isfinite(dual) else None
-    trace = [TracePoint(runtime, objective, bound)]
-    return RawOutput(status, x, objective, bound, trace, message)
+        return Status.OPTIMAL
+    if sol == pulp.LpSolutionIntegerFeasible:
+        return Status.FEASIBLE
+    if sol == pulp.LpSolutionInfeasible or prob.status == pulp.LpStatusInfeasible:
+        return Status.INFEASIBLE
+    if sol == pulp.LpSolutionNoSolutionFound:
+        return Status.TIME_LIMIT_NO_SOLUTION
+    return Status.ERROR

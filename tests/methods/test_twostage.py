@@ -46,7 +46,7 @@ def test_stage2_optimum_equals_brute_force_on_small_meshes(inst):
         res = solve(mesh_inst, "cpsat", time_limit=20)
         mapping = stage2_instance(mesh_inst, res.solution.start)
         model = PlacementModel(mapping)
-        raw = solve_linear(model.lm, "cpsat", time_limit=20, threads=1, seed=0)
+        raw = solve_linear(model.model, "cpsat", time_limit=20, threads=1, seed=0)
         assert raw.status is Status.OPTIMAL
         placement = model.decode(raw.x)
         assert verify_placement(mapping, placement, raw.objective) == []

@@ -141,16 +141,16 @@ class ResidencyModel:
     def __init__(self, gaps: UseGaps, capacity: int) -> None:
         self.gaps, self.capacity = gaps, int(capacity)
         self.residual = self.capacity - gaps.demand
-        self.lm = LinearModel(f"flexer_offline_{gaps.n_steps}x{gaps.n_gaps}")
+        self.model = LinearModel(f"flexer_offline_{gaps.n_steps}x{gaps.n_gaps}")
         self.rows: list[tuple[IntArray, int]] = []
         self._presolve()
         self.var = np.full(gaps.n_gaps, -1, np.int64)
         for g in np.flatnonzero(self.fixed < 0):
-            self.var[g] = self.lm.add_var(f"e[{g}]", 0, 1)
+            self.var[g] = self.model.add_var(f"e[{g}]", 0, 1)
         for add in (self._capacity,):
             add()
         free = np.flatnonzero(self.fixed < 0)
-        self.lm.cost = {int(self.var[g]): float(gaps.cost[g]) for g in free}
+        self.model.cost = {int(self.var[g]): float(gaps.cost[g]) for g in free}
 
     def _presolve(self) -> None:
         """Gaps decided by their own span: one with no inner step costs no space and is kept; one
@@ -182,7 +182,7 @@ class ResidencyModel:
         implied by a kept row at :math:`t'` with :math:`S(t) \\subseteq S(t')` and
         :math:`C - D_{t'} \\le C - D_t` (one stack pass over the steps).
         """
-        self.lm.family("capacity")
+        self.model.family("capacity")
         g = self.gaps
         opens = np.flatnonzero(self.fixed < 0)
         start: list[list[int]] = [[] for _ in range(g.n_steps + 1)]
@@ -213,12 +213,12 @@ class ResidencyModel:
             idx = np.array(sorted(row), np.int64)
             self.rows.append((idx, r))
             sizes = g.size[idx]
-            self.lm.add_row(self.var[idx], sizes.astype(float), lb=float(sizes.sum() - r))
+            self.model.add_row(self.var[idx], sizes.astype(float), lb=float(sizes.sum() - r))
 
     def hint(self, plan: ResidencyPlan) -> NDArray[np.float64]:
         """Column vector of a plan's keep vector (the warm start handed to
         :func:`~npusched.solvers.dispatch.solve_linear`)."""
-        x = np.zeros(self.lm.num_vars)
+        x = np.zeros(self.model.num_vars)
         free = np.flatnonzero(self.fixed < 0)
         x[self.var[free]] = (~np.asarray(plan.kept, bool)[free]).astype(float)
         return x
@@ -353,7 +353,7 @@ def _lp_bound(model: ResidencyModel, time_limit: float | None) -> float | None:
     """Optimum of the LP relaxation (HiGHS), in model units, or ``None``."""
     from npusched.solvers.dispatch import solve_linear
 
-    lp = dataclasses.replace(model.lm, integral=[False] * model.lm.num_vars)
+    lp = dataclasses.replace(model.model, integral=[False] * model.model.num_vars)
     try:
         raw = solve_linear(lp, "highs", time_limit=time_limit, threads=1, seed=0)
     except (ImportError, OSError):  # highspy missing or not loadable next to ortools
@@ -444,15 +444,15 @@ def offline_bound(
     out.stats |= {
         "kept_free": int((model.fixed == 1).sum()),
         "evicted_presolve": int((model.fixed == 0).sum()),
-        "variables": model.lm.num_vars,
-        "rows": model.lm.num_rows,
+        "variables": model.model.num_vars,
+        "rows": model.model.num_rows,
     }
     if contiguous:
         _solve_contiguous(out, model, time_limit, warm, log)
     else:
         _solve_linear(out, model, time_limit, warm, log)
     if out.bound is None and out.status is not Status.ERROR:
-        lp = _lp_bound(model, time_limit) if model.lm.num_vars else 0.0
+        lp = _lp_bound(model, time_limit) if model.model.num_vars else 0.0
         out.bound, out.stats["bound_source"] = (
             (model.fixed_bytes + lp, "lp") if lp is not None else (model.fixed_bytes, "presolve")
         )
@@ -470,14 +470,14 @@ def _solve_linear(
     fixed = model.fixed_bytes
     hint = belady_gaps(model.gaps, model.capacity, improve=True) if warm else None
     out.stats["hint_bytes"] = None if hint is None else hint.bytes
-    if model.lm.num_vars == 0:
+    if model.model.num_vars == 0:
         out.status = Status.OPTIMAL
         _found(out, model.gaps, model.decode(np.zeros(0)))
         out.bound, out.stats["bound_source"] = out.objective, "presolve"
         return
     t = time.perf_counter()
     raw = solve_linear(
-        model.lm,
+        model.model,
         out.backend,
         time_limit=time_limit,
         threads=out.threads,

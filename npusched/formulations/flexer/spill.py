@@ -76,9 +76,9 @@ class SpillModel:
         self.sizes, self.uses = [int(v) for v in sizes], [int(v) for v in uses]
         self.movable, self.live = [bool(v) for v in movable], [bool(v) for v in live]
         self.required, self.n = int(required), n
-        self.lm = LinearModel("flexer_spill")
-        self.x = np.array([self.lm.add_var(f"x[{i}]", 0, 1) for i in range(n)], dtype=np.int64)
-        self.s = np.array([self.lm.add_var(f"s[{i}]", 0, 1) for i in range(n)], dtype=np.int64)
+        self.model = LinearModel("flexer_spill")
+        self.x = np.array([self.model.add_var(f"x[{i}]", 0, 1) for i in range(n)], dtype=np.int64)
+        self.s = np.array([self.model.add_var(f"s[{i}]", 0, 1) for i in range(n)], dtype=np.int64)
         for add in (self._one_run, self._contiguity, self._pinned, self._capacity):
             add()
         self.objectives: list[tuple[dict[int, float], float]] = self._objectives()
@@ -88,10 +88,10 @@ class SpillModel:
 
         .. math:: \\sum_i s_i = 1, \\qquad s_i \\le x_i \\quad \\forall i
         """
-        self.lm.family("one_run")
-        self.lm.add_row(self.s, np.ones(self.n), 1, 1)
+        self.model.family("one_run")
+        self.model.add_row(self.s, np.ones(self.n), 1, 1)
         for i in range(self.n):
-            self.lm.add_row([self.s[i], self.x[i]], [1.0, -1.0], ub=0)
+            self.model.add_row([self.s[i], self.x[i]], [1.0, -1.0], ub=0)
 
     def _contiguity(self) -> None:
         """A freed segment continues the run of its predecessor or starts it
@@ -100,12 +100,12 @@ class SpillModel:
 
         .. math:: x_i \\le x_{i-1} + s_i \\quad \\forall i
         """
-        self.lm.family("contiguity")
+        self.model.family("contiguity")
         for i in range(self.n):
             if i == 0:
-                self.lm.add_row([self.x[0], self.s[0]], [1.0, -1.0], ub=0)
+                self.model.add_row([self.x[0], self.s[0]], [1.0, -1.0], ub=0)
             else:
-                self.lm.add_row([self.x[i], self.x[i - 1], self.s[i]], [1.0, -1.0, -1.0], ub=0)
+                self.model.add_row([self.x[i], self.x[i - 1], self.s[i]], [1.0, -1.0, -1.0], ub=0)
 
     def _pinned(self) -> None:
         """Pinned segments (operands of the operation set being issued) stay: a run cannot
@@ -115,15 +115,15 @@ class SpillModel:
         """
         for i in range(self.n):
             if not self.movable[i]:
-                self.lm.ub[self.x[i]] = 0
+                self.model.ub[self.x[i]] = 0
 
     def _capacity(self) -> None:
         """The run frees enough bytes.
 
         .. math:: \\sum_i size_i \\, x_i \\ge required
         """
-        self.lm.family("capacity")
-        self.lm.add_row(self.x, np.asarray(self.sizes, dtype=float), lb=self.required)
+        self.model.family("capacity")
+        self.model.add_row(self.x, np.asarray(self.sizes, dtype=float), lb=self.required)
 
     def _objectives(self) -> list[tuple[dict[int, float], float]]:
         """Algorithm 2's levels (lines 15–26), most significant first.
@@ -143,9 +143,9 @@ class SpillModel:
     def fix_level(self, level: int, value: float) -> None:
         """Add the row holding objective ``level`` at ``value`` (its optimum)."""
         cost, offset = self.objectives[level]
-        self.lm.family(f"fix_{LEVELS[level]}")
+        self.model.family(f"fix_{LEVELS[level]}")
         idx = list(cost)
-        self.lm.add_row(idx, [cost[j] for j in idx], value - offset, value - offset)
+        self.model.add_row(idx, [cost[j] for j in idx], value - offset, value - offset)
 
     def decode(self, x: NDArray[np.float64]) -> list[int] | None:
         """The freed segments of solution ``x``, or ``None`` if they are not one contiguous run
@@ -217,10 +217,10 @@ def _solve_levels(out: Result, model: SpillModel, t0: float) -> None:
     x: NDArray[np.float64] | None = None
     values: list[float] = []
     for level, (cost, offset) in enumerate(model.objectives):
-        model.lm.cost, model.lm.offset = dict(cost), offset
+        model.model.cost, model.model.offset = dict(cost), offset
         left = (out.time_limit or 0.0) - (time.perf_counter() - t0)
         raw = solve_linear(
-            model.lm, out.backend, time_limit=max(0.01, left), threads=out.threads,
+            model.model, out.backend, time_limit=max(0.01, left), threads=out.threads,
             seed=out.seed, warm_start=x,
         )  # fmt: skip
         statuses.append(raw.status)

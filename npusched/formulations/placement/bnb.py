@@ -181,6 +181,31 @@ def _branch_task(w: FloatArray, loc: IntArray) -> int:
     return int(np.flatnonzero(rest)[np.argmax(key[rest])])
 
 
+def _first_incumbent(n: int, n_cells: int, warm_start: Placement | None) -> np.ndarray:
+    """The warm start's cells (checked: every task on its own cell), or tasks on cells 0..n−1."""
+    loc0 = np.arange(n) if warm_start is None else np.asarray(warm_start.loc, dtype=np.int64)
+    if (
+        loc0.shape != (n,)
+        or len(set(loc0.tolist())) < n
+        or (loc0 < 0).any()
+        or (loc0 >= n_cells).any()
+    ):
+        raise ValueError("the warm start must put every task on its own cell of the instance")
+    return loc0
+
+
+def _free_cells(s: _Search, loc: np.ndarray, n_cells: int) -> np.ndarray:
+    """The cells a node may give its next task: unused ones, one per orbit of the symmetries
+    that fix the tasks placed so far."""
+    placed = loc[loc >= 0]
+    used = np.zeros(n_cells, dtype=bool)
+    used[placed] = True
+    stab = [g for g in s.symmetries if (g[placed] == placed).all()]
+    if len(stab) > 1:
+        used |= np.min(np.stack(stab), axis=0) < np.arange(n_cells)
+    return np.flatnonzero(~used)
+
+
 def solve_qap_bnb(
     inst: PlacementInstance,
     *,
@@ -212,14 +237,7 @@ def solve_qap_bnb(
     w = inst.weight.astype(float)
     d = inst.distance().astype(float)
     deadline = None if time_limit is None else time.perf_counter() + time_limit
-    loc0 = np.arange(n) if warm_start is None else np.asarray(warm_start.loc, dtype=np.int64)
-    if (
-        loc0.shape != (n,)
-        or len(set(loc0.tolist())) < n
-        or (loc0 < 0).any()
-        or (loc0 >= d.shape[0]).any()
-    ):
-        raise ValueError("the warm start must put every task on its own cell of the instance")
+    loc0 = _first_incumbent(n, d.shape[0], warm_start)
     s = _Search(w, d, [np.asarray(g) for g in inst.symmetries()], loc0.copy(), 0)
     s.upper = s.cost(loc0)
     root = glb_root(inst)
@@ -237,14 +255,8 @@ def solve_qap_bnb(
         bound, depth, _, fixed, code = heapq.heappop(heap)
         loc = np.frombuffer(code, dtype=np.int16).astype(np.int64)
         s.nodes += 1
-        placed = loc[loc >= 0]
-        used = np.zeros(d.shape[0], dtype=bool)
-        used[placed] = True
-        stab = [g for g in s.symmetries if (g[placed] == placed).all()]
-        if len(stab) > 1:  # keep one cell per orbit of the symmetries fixing the placed tasks
-            used |= np.min(np.stack(stab), axis=0) < np.arange(d.shape[0])
         t = _branch_task(w, loc)
-        for cb, k, fk in _children(s, loc, fixed, t, np.flatnonzero(~used)):
+        for cb, k, fk in _children(s, loc, fixed, t, _free_cells(s, loc, d.shape[0])):
             child = loc.astype(np.int16)
             child[t] = k
             heapq.heappush(heap, (max(cb, bound), depth - 1, next(tie), fk, child.tobytes()))

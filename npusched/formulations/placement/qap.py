@@ -26,7 +26,7 @@ class PlacementModel:
 
     def __init__(self, inst: PlacementInstance, symmetry_breaking: bool = True) -> None:
         self.inst = inst
-        self.lm = LinearModel(f"placement_{inst.name}")
+        self.model = LinearModel(f"placement_{inst.name}")
         n, L = inst.n, inst.cell_array.size
         rc = inst.mesh.coords()[inst.cell_array]
         self.r, self.c = rc[:, 0], rc[:, 1]
@@ -34,13 +34,13 @@ class PlacementModel:
         keep = inst.weight[iu, ju] > 0
         self.pairs = list(zip(iu[keep].tolist(), ju[keep].tolist(), strict=True))
         self.z = np.array(
-            [[self.lm.add_var(f"z[{t},{k}]", 0, 1) for k in range(L)] for t in range(n)],
+            [[self.model.add_var(f"z[{t},{k}]", 0, 1) for k in range(L)] for t in range(n)],
             dtype=np.int64,
         )
-        self.R = [self.lm.add_var(f"R[{t}]", 0, int(self.r.max())) for t in range(n)]
-        self.C = [self.lm.add_var(f"C[{t}]", 0, int(self.c.max())) for t in range(n)]
-        self.DR = {p: self.lm.add_var(f"DR{p}", 0, int(self.r.max())) for p in self.pairs}
-        self.DC = {p: self.lm.add_var(f"DC{p}", 0, int(self.c.max())) for p in self.pairs}
+        self.R = [self.model.add_var(f"R[{t}]", 0, int(self.r.max())) for t in range(n)]
+        self.C = [self.model.add_var(f"C[{t}]", 0, int(self.c.max())) for t in range(n)]
+        self.DR = {p: self.model.add_var(f"DR{p}", 0, int(self.r.max())) for p in self.pairs}
+        self.DC = {p: self.model.add_var(f"DC{p}", 0, int(self.c.max())) for p in self.pairs}
         families = [self._assignment, self._apart, self._coordinates, self._distance]
         if inst.all_distinct:
             families.append(self._gilmore_lawler)
@@ -49,16 +49,16 @@ class PlacementModel:
         for add in families:
             add()
         w = inst.weight
-        self.lm.cost = {v: float(w[p]) for dv in (self.DR, self.DC) for p, v in dv.items()}
+        self.model.cost = {v: float(w[p]) for dv in (self.DR, self.DC) for p, v in dv.items()}
 
     def _assignment(self) -> None:
         """Each task on one cell (Klotski eq. 17).
 
         .. math:: \\sum_k z_{tk} = 1 \\quad \\forall t
         """
-        self.lm.family("assignment")
+        self.model.family("assignment")
         for t in range(self.inst.n):
-            self.lm.add_row(self.z[t], np.ones(self.z.shape[1]), 1, 1)
+            self.model.add_row(self.z[t], np.ones(self.z.shape[1]), 1, 1)
 
     def _apart(self) -> None:
         """Tasks of one group take distinct cells: all tasks in QAP form; in Klotski's stage 2 the
@@ -66,33 +66,33 @@ class PlacementModel:
 
         .. math:: \\sum_{t \\in K} z_{tk} \\le 1 \\quad \\forall \\text{group } K,\\ \\forall k
         """
-        self.lm.family("apart")
+        self.model.family("apart")
         groups = [np.arange(self.inst.n)] if self.inst.groups is None else self.inst.groups
         for g in groups:
             if g.size > 1:
                 for k in range(self.z.shape[1]):
-                    self.lm.add_row(self.z[g, k], np.ones(g.size), ub=1)
+                    self.model.add_row(self.z[g, k], np.ones(g.size), ub=1)
 
     def _coordinates(self) -> None:
         """Coordinates are linear in the assignment (replaces eq. 10–11 and 20–28).
 
         .. math:: R_t = \\sum_k r_k z_{tk}, \\qquad C_t = \\sum_k c_k z_{tk}
         """
-        self.lm.family("coordinates")
+        self.model.family("coordinates")
         for t in range(self.inst.n):
             for var, coord in ((self.R[t], self.r), (self.C[t], self.c)):
-                self.lm.add_row(np.append(self.z[t], var), np.append(coord, -1.0), 0, 0)
+                self.model.add_row(np.append(self.z[t], var), np.append(coord, -1.0), 0, 0)
 
     def _distance(self) -> None:
         """Manhattan hops of each communicating pair (eq. 9) as two inequalities per axis.
 
         .. math:: DR_{tu} \\ge \\pm (R_t - R_u), \\qquad DC_{tu} \\ge \\pm (C_t - C_u)
         """
-        self.lm.family("distance")
+        self.model.family("distance")
         for t, u in self.pairs:
             for dv, pos in ((self.DR, self.R), (self.DC, self.C)):
                 for sign in (1.0, -1.0):
-                    self.lm.add_row([dv[(t, u)], pos[t], pos[u]], [1.0, -sign, sign], lb=0)
+                    self.model.add_row([dv[(t, u)], pos[t], pos[u]], [1.0, -sign, sign], lb=0)
 
     def _gilmore_lawler(self) -> None:
         """Valid cut per task: its traffic costs at least the Gilmore–Lawler bound of its cell.
@@ -104,7 +104,7 @@ class PlacementModel:
         other cells in increasing order: the least its row can cost with ``t`` on ``k``. Without
         these rows the LP bound is 0 (all tasks fractionally at the centre).
         """
-        self.lm.family("gilmore-lawler")
+        self.model.family("gilmore-lawler")
         w, d = self.inst.weight, self.inst.distance()
         L = d.shape[0]
         for t in range(self.inst.n):
@@ -115,7 +115,7 @@ class PlacementModel:
                 if t in p:
                     idx += [self.DR[p], self.DC[p]]
                     coef += [float(w[p])] * 2
-            self.lm.add_row(idx, coef, lb=0)
+            self.model.add_row(idx, coef, lb=0)
 
     def _symmetry(self) -> None:
         """Mesh symmetry breaking: the heaviest task sits on the smallest cell of its orbit under
@@ -123,12 +123,12 @@ class PlacementModel:
 
         .. math:: z_{t^\\ast k} = 0 \\quad \\forall k \\ne \\min_{g \\in G} g(k)
         """
-        self.lm.family("symmetry")
+        self.model.family("symmetry")
         sym = self.inst.symmetries()
         heavy = int(np.argmax(self.inst.weight.sum(axis=1)))
         for k in range(self.z.shape[1]):
             if min(int(g[k]) for g in sym) != k:
-                self.lm.ub[self.z[heavy, k]] = 0
+                self.model.ub[self.z[heavy, k]] = 0
 
     def encode(self, placement: Placement) -> NDArray[np.float64]:
         """Variable vector of ``placement`` (a warm start), mapped into the symmetry-broken
@@ -136,10 +136,10 @@ class PlacementModel:
         loc = placement.loc
         heavy = int(np.argmax(self.inst.weight.sum(axis=1)))
         for g in self.inst.symmetries():
-            if self.lm.ub[self.z[heavy, g[loc[heavy]]]] > 0:
+            if self.model.ub[self.z[heavy, g[loc[heavy]]]] > 0:
                 loc = g[loc]
                 break
-        x = np.zeros(self.lm.num_vars)
+        x = np.zeros(self.model.num_vars)
         x[self.z[np.arange(self.inst.n), loc]] = 1
         x[self.R] = self.r[loc]
         x[self.C] = self.c[loc]

@@ -46,7 +46,7 @@ class TimeIndexedModel:
         self.instance = instance
         self.relaxed = relaxed
         self.windows: Windows = asap_alap(instance, horizon)
-        self.lm = LinearModel(f"timeindexed_{instance.name}")
+        self.model = LinearModel(f"timeindexed_{instance.name}")
         self.lat = instance.duration[:, 0]
         self.x: list[NDArray[np.int64]] = []  # X[i] as variable indices over slots S_i..L_i
         self._variables()
@@ -59,7 +59,7 @@ class TimeIndexedModel:
         ]
         for add in families:
             add()
-        self.lm.cost = {self.T: 1.0}
+        self.model.cost = {self.T: 1.0}
 
     def _variables(self) -> None:
         """``X_ij`` binary over each window (eq. 16), ``T`` integer in ``[0, horizon]``."""
@@ -71,11 +71,11 @@ class TimeIndexedModel:
                 f"{w.horizon}); the limit is {self.MAX_BINARIES:,}: use the cpsat method"
             )
         for i in range(self.instance.n):
-            first = self.lm.num_vars
+            first = self.model.num_vars
             for j in range(int(w.earliest[i]), int(w.latest[i]) + 1):
-                self.lm.add_var(f"X[{i},{j}]", 0, 1)
-            self.x.append(np.arange(first, self.lm.num_vars, dtype=np.int64))
-        self.T = self.lm.add_var("T", 0, w.horizon)
+                self.model.add_var(f"X[{i},{j}]", 0, 1)
+            self.x.append(np.arange(first, self.model.num_vars, dtype=np.int64))
+        self.T = self.model.add_var("T", 0, w.horizon)
 
     def slots(self, i: int) -> NDArray[np.int64]:
         return np.arange(self.windows.earliest[i], self.windows.latest[i] + 1, dtype=np.int64)
@@ -85,19 +85,19 @@ class TimeIndexedModel:
 
         .. math:: \\sum_{j=S_i}^{L_i} X_{ij} = 1 \\quad \\forall u_i \\in V
         """
-        self.lm.family("assignment")
+        self.model.family("assignment")
         for xi in self.x:
-            self.lm.add_row(xi, np.ones(xi.size), 1, 1)
+            self.model.add_row(xi, np.ones(xi.size), 1, 1)
 
     def _makespan(self) -> None:
         """Every μop finishes by ``T`` (eq. 18, first line, right).
 
         .. math:: \\sum_{j=S_i}^{L_i} (j + l(u_i))\\, X_{ij} \\le T \\quad \\forall u_i \\in V
         """
-        self.lm.family("makespan")
+        self.model.family("makespan")
         for i, xi in enumerate(self.x):
             coef = (self.slots(i) + self.lat[i]).astype(float)
-            self.lm.add_row(np.append(xi, self.T), np.append(coef, -1.0), ub=0)
+            self.model.add_row(np.append(xi, self.T), np.append(coef, -1.0), ub=0)
 
     def _precedence(self) -> None:
         """A consumer starts after its producer ends (eq. 18, second line).
@@ -105,12 +105,12 @@ class TimeIndexedModel:
         .. math:: \\sum_{j} j\\, X_{pj} - \\sum_{j} j\\, X_{qj} \\le -l(u_p)
                   \\quad \\forall u_p \\prec u_q
         """
-        self.lm.family("precedence")
+        self.model.family("precedence")
         g = self.instance.graph
         for p, q in zip(g.src.tolist(), g.dst.tolist(), strict=True):
             idx = np.concatenate([self.x[p], self.x[q]])
             coef = np.concatenate([self.slots(p), -self.slots(q)]).astype(float)
-            self.lm.add_row(idx, coef, ub=-float(self.lat[p]))
+            self.model.add_row(idx, coef, ub=-float(self.lat[p]))
 
     def _precedence_disaggregated(self) -> None:
         """Precedence, disaggregated: an alternative to eq. 18's second line (not in Klotski).
@@ -122,7 +122,7 @@ class TimeIndexedModel:
         solutions as eq. 18; its LP relaxation is much tighter (the aggregated row only constrains
         the mean start), at the price of ``Σ_(p,q) (L_q − S_q + 1)`` rows.
         """
-        self.lm.family("precedence (disaggregated)")
+        self.model.family("precedence (disaggregated)")
         g = self.instance.graph
         for p, q in zip(g.src.tolist(), g.dst.tolist(), strict=True):
             sp, sq = self.slots(p), self.slots(q)
@@ -130,7 +130,7 @@ class TimeIndexedModel:
                 q_by_t = self.x[q][sq <= t]
                 p_by_t = self.x[p][sp <= t - self.lat[p]]
                 coef = np.concatenate([np.ones(q_by_t.size), -np.ones(p_by_t.size)])
-                self.lm.add_row(np.concatenate([q_by_t, p_by_t]), coef, ub=0)
+                self.model.add_row(np.concatenate([q_by_t, p_by_t]), coef, ub=0)
 
     def _resource(self) -> None:
         """At most ``m`` μops run in any slot (eq. 18, last line: the exact resource constraint).
@@ -138,7 +138,7 @@ class TimeIndexedModel:
         .. math:: \\sum_{i=1}^{|V|} \\sum_{p=0}^{l(u_i)-1} X_{i(j-p)} \\le \\|a\\|
                   \\quad \\forall j \\in \\{0, \\dots, T-1\\}
         """
-        self.lm.family("resource")
+        self.model.family("resource")
         idx_by_slot: list[list[int]] = [[] for _ in range(self.windows.horizon)]
         for i, xi in enumerate(self.x):
             for var, j in zip(xi.tolist(), self.slots(i).tolist(), strict=True):
@@ -152,7 +152,7 @@ class TimeIndexedModel:
         .. math:: \\sum_{i \\in \\{i \\mid j \\in [S_i, L_i]\\}} X_{ij} \\le \\|a\\|
                   \\quad \\forall j \\in \\{0, \\dots, T-1\\}
         """
-        self.lm.family("resource (eq. 19, relaxed)")
+        self.model.family("resource (eq. 19, relaxed)")
         idx_by_slot: list[list[int]] = [[] for _ in range(self.windows.horizon + 1)]
         for i, xi in enumerate(self.x):
             for var, j in zip(xi.tolist(), self.slots(i).tolist(), strict=True):
@@ -163,7 +163,7 @@ class TimeIndexedModel:
         m = self.instance.m
         for idx in idx_by_slot:
             if len(idx) > m:
-                self.lm.add_row(idx, np.ones(len(idx)), ub=m)
+                self.model.add_row(idx, np.ones(len(idx)), ub=m)
 
     def _lower_bounds(self) -> None:
         """Redundant bound on ``T`` (DESIGN: solver facts): critical path, and total load for the
@@ -179,12 +179,12 @@ class TimeIndexedModel:
         d = self.lat
         cp = int((self.windows.earliest + d).max())
         load = -(-int(d.sum()) // self.instance.m)
-        self.lm.lb[self.T] = float(cp if self.relaxed else max(cp, load))
+        self.model.lb[self.T] = float(cp if self.relaxed else max(cp, load))
 
     # ---- solution <-> variable vector -------------------------------------------------------
     def encode(self, schedule: Schedule) -> NDArray[np.float64] | None:
         """Variable vector of ``schedule`` (a warm start), or ``None`` if it leaves the windows."""
-        x = np.zeros(self.lm.num_vars)
+        x = np.zeros(self.model.num_vars)
         w = self.windows
         for i, s in enumerate(schedule.start.tolist()):
             if not w.earliest[i] <= s <= w.latest[i]:

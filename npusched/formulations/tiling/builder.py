@@ -55,7 +55,7 @@ class CpBuilder:
     their bounds (interval arithmetic on non-negative integers), so every domain is finite."""
 
     def __init__(self) -> None:
-        self.md = cp_model.CpModel()
+        self.model = cp_model.CpModel()
         self._bd: dict[int, tuple[int, int]] = {}
         self._cache: dict[tuple[Any, ...], cp_model.IntVar] = {}
 
@@ -64,7 +64,7 @@ class CpBuilder:
             raise ValueError(f"{name}: empty domain [{lo}, {hi}]")
         if hi >= LIMIT:
             raise ValueError(f"{name}: bound {hi} too large for CP-SAT")
-        v = self.md.new_int_var(lo, hi, name)
+        v = self.model.new_int_var(lo, hi, name)
         self._bd[v.index] = (lo, hi)
         return v
 
@@ -80,7 +80,7 @@ class CpBuilder:
         lo = const + sum(c * self._lohi(x)[0] for c, x in terms)
         hi = const + sum(c * self._lohi(x)[1] for c, x in terms)
         v = self._int(lo, hi, name)
-        self.md.add(v == sum(c * x for c, x in terms) + const)
+        self.model.add(v == sum(c * x for c, x in terms) + const)
         return v
 
     def _mul(self, name: str, a: Val, b: Val) -> Val:
@@ -95,7 +95,7 @@ class CpBuilder:
         if key not in self._cache:
             (la, ha), (lb, hb) = self._lohi(a), self._lohi(b)
             v = self._int(la * lb, ha * hb, name)
-            self.md.add_multiplication_equality(v, [a, b])
+            self.model.add_multiplication_equality(v, [a, b])
             self._cache[key] = v
         return self._cache[key]
 
@@ -119,7 +119,7 @@ class CpBuilder:
             return self._mul(name, coef, x)
         lo, hi = self._lohi(x)
         v = self._int(cdiv(coef * lo, b), cdiv(coef * hi, b), name)
-        self.md.add_division_equality(v, coef * x + (b - 1), b)
+        self.model.add_division_equality(v, coef * x + (b - 1), b)
         return v
 
     def _ceil_of(self, name: str, a: int, x: Val) -> Val:
@@ -130,7 +130,7 @@ class CpBuilder:
         lo, hi = self._lohi(x)
         assert lo >= 1
         v = self._int(cdiv(a, hi), cdiv(a, lo), name)
-        self.md.add_division_equality(v, x + (a - 1), x)
+        self.model.add_division_equality(v, x + (a - 1), x)
         return v
 
     def _floor_of(self, name: str, a: int, x: Val, coef: int = 1) -> Val:
@@ -139,7 +139,7 @@ class CpBuilder:
             return a // (coef * x)
         lo, hi = self._lohi(x)
         v = self._int(a // (coef * hi), a // (coef * lo), name)
-        self.md.add_division_equality(v, a, coef * x)
+        self.model.add_division_equality(v, a, coef * x)
         return v
 
     def _min(self, name: str, items: list[Val], lo: int | None = None) -> Val:
@@ -147,15 +147,15 @@ class CpBuilder:
         if all(isinstance(x, int) for x in items):
             m = min(self._lohi(x)[0] for x in items)
             if lo is not None and m < lo:
-                self.md.add_bool_or([])  # infeasible: no value can be chosen
+                self.model.add_bool_or([])  # infeasible: no value can be chosen
             return m
         bounds = [self._lohi(x) for x in items]
         mlo, mhi = min(b[0] for b in bounds), min(b[1] for b in bounds)
         if lo is not None and lo > mhi:
-            self.md.add_bool_or([])  # infeasible: the minimum never reaches lo
+            self.model.add_bool_or([])  # infeasible: the minimum never reaches lo
             return lo
         v = self._int(max(mlo, lo if lo is not None else mlo), mhi, name)
-        self.md.add_min_equality(v, items)
+        self.model.add_min_equality(v, items)
         return v
 
     def _at_least(self, name: str, x: Val, t: int) -> Flag:
@@ -165,9 +165,9 @@ class CpBuilder:
             return True
         if hi < t:
             return False
-        b = self.md.new_bool_var(name)
-        self.md.add(x >= t).only_enforce_if(b)
-        self.md.add(x <= t - 1).only_enforce_if(~b)
+        b = self.model.new_bool_var(name)
+        self.model.add(x >= t).only_enforce_if(b)
+        self.model.add(x <= t - 1).only_enforce_if(~b)
         return b
 
     def _and(self, name: str, a: Flag, b: Flag) -> Flag:
@@ -175,10 +175,10 @@ class CpBuilder:
             if a is False or b is False:
                 return False
             return b if a is True else a
-        v = self.md.new_bool_var(name)
-        self.md.add_implication(v, a)
-        self.md.add_implication(v, b)
-        self.md.add_bool_or([~a, ~b, v])
+        v = self.model.new_bool_var(name)
+        self.model.add_implication(v, a)
+        self.model.add_implication(v, b)
+        self.model.add_bool_or([~a, ~b, v])
         return v
 
     def _select(
@@ -193,8 +193,8 @@ class CpBuilder:
         t, f = if_true(), if_false()
         (lt, ht), (lf, hf) = self._lohi(t), self._lohi(f)
         v = self._int(min(lt, lf), max(ht, hf), name)
-        self.md.add(v == t).only_enforce_if(flag)
-        self.md.add(v == f).only_enforce_if(~flag)
+        self.model.add(v == t).only_enforce_if(flag)
+        self.model.add(v == f).only_enforce_if(~flag)
         return v
 
     # ---- variables ----------------------------------------------------------------------------

@@ -150,7 +150,7 @@ class TsoTileModel(CpBuilder):
         (depthwise): :math:`T_M` is free and :math:`T_N = \\lceil T_M / m_g \\rceil`. With
         ``space="free"`` only the IS rule :math:`T_M = F` is kept (capacities: eq. 2 family).
         """
-        g, nmp, sl, md = self.geom, self.nmp, self.sl, self.md
+        g, nmp, sl, md = self.geom, self.nmp, self.sl, self.model
         F = sl.F
         if self.tlt == "IS":
             md.add(self.T_M == F)
@@ -211,9 +211,9 @@ class TsoTileModel(CpBuilder):
         for el, cap, ok in zip(els, caps, fits(nmp, *(nmp.e * x for x in els)), strict=True):
             lo, hi = self._lohi(el)
             if nmp.e * lo > cap:
-                self.md.add_bool_or([])  # not even the smallest tile fits
+                self.model.add_bool_or([])  # not even the smallest tile fits
             elif not isinstance(el, int):
-                self.md.add(ok)
+                self.model.add(ok)
                 self._bd[el.index] = (lo, min(hi, cap // nmp.e))
 
     def _counts(self) -> None:
@@ -383,7 +383,7 @@ class TsoTileModel(CpBuilder):
         if hi * self.reps >= LIMIT:
             raise ValueError(f"{g.name}: objective bound {hi * self.reps} too large")
         self.objective = self.reps * self.inner
-        self.md.minimize(self.objective)
+        self.model.minimize(self.objective)
 
     # ---- hints and decoding -------------------------------------------------------------------
 
@@ -393,7 +393,7 @@ class TsoTileModel(CpBuilder):
         """Every variable's value for the given ``(T_R, T_C, T_N, T_M)`` and the objective
         (cycles), by solving a copy with the tile sizes fixed (every other variable is a function
         of them); ``None`` when the tiles are infeasible in this model."""
-        fixed = self.md.clone()
+        fixed = self.model.clone()
         for var, val in zip(self.base, tiles, strict=True):
             lo, hi = self._lohi(var)
             if not lo <= val <= hi:
@@ -409,14 +409,14 @@ class TsoTileModel(CpBuilder):
 
     def hint(self, values: list[int]) -> None:
         """Hint every variable (a full solution from :meth:`complete`)."""
-        self.md.clear_hints()
-        h = self.md.proto.solution_hint
+        self.model.clear_hints()
+        h = self.model.proto.solution_hint
         h.vars.extend(range(len(values)))
         h.values.extend(int(v) for v in values)
 
     def cutoff(self, upper: int) -> None:
         """Only solutions of at most ``upper`` cycles."""
-        self.md.add(self.objective <= upper)
+        self.model.add(self.objective <= upper)
 
     def decode(self, solver: cp_model.CpSolver) -> tuple[int, int, int, int]:
         return (

@@ -97,7 +97,7 @@ def _solve_pair(
     lower bound on the pair's optimum: the optimum when optimal, ``cutoff + 1`` when infeasible
     under a cutoff, ``None`` (no tiling at all) when infeasible without one."""
     t1 = time.perf_counter()
-    status, solver, _ = run_cpsat(tm.md, time_limit=share, threads=threads, seed=seed)
+    status, solver, _ = run_cpsat(tm.model, time_limit=share, threads=threads, seed=seed)
     found = status in (Status.OPTIMAL, Status.FEASIBLE)
     obj = int(round(solver.objective_value)) if found else None
     bound: float | None
@@ -118,8 +118,8 @@ def _solve_pair(
         "bound_cycles": bound,
         "cutoff": cut,
         "runtime": time.perf_counter() - t1,
-        "vars": len(tm.md.proto.variables),
-        "constraints": len(tm.md.proto.constraints),
+        "vars": len(tm.model.proto.variables),
+        "constraints": len(tm.model.proto.constraints),
         "hinted": hinted,
         "tiles": list(tm.decode(solver)) if found else None,
     }

@@ -41,7 +41,7 @@ class CandidateChoiceMIP:
 
     def __init__(self, space: TileSpace, freq_hz: float, integral: bool = True) -> None:
         self.space = space
-        self.lm = LinearModel(f"tso_candidates_{len(space)}")
+        self.model = LinearModel(f"tso_candidates_{len(space)}")
         mhz = freq_hz / 1e6
         cyc = np.rint(space.time_us * mhz)
         if not np.allclose(cyc, space.time_us * mhz, rtol=0, atol=1e-6 * np.maximum(1, cyc)):
@@ -49,12 +49,12 @@ class CandidateChoiceMIP:
         self.cycles = cyc.astype(np.int64)
         n = len(space)
         self.x = np.arange(n, dtype=np.int64)
-        self.lm.lb.extend([0.0] * n)
-        self.lm.ub.extend([1.0] * n)
-        self.lm.integral.extend([integral] * n)
-        self.lm.var_names.extend(f"x[{k}]" for k in range(n))
+        self.model.lb.extend([0.0] * n)
+        self.model.ub.extend([1.0] * n)
+        self.model.integral.extend([integral] * n)
+        self.model.var_names.extend(f"x[{k}]" for k in range(n))
         self._choose_one()
-        self.lm.cost = {int(k): float(c) for k, c in zip(self.x, self.cycles, strict=True)}
+        self.model.cost = {int(k): float(c) for k, c in zip(self.x, self.cycles, strict=True)}
 
     def _choose_one(self) -> None:
         """Exactly one candidate.
@@ -63,8 +63,8 @@ class CandidateChoiceMIP:
 
         Objective :math:`\\min \\sum_k t_k x_k` with :math:`t_k` the candidate's cycles.
         """
-        self.lm.family("choose-one")
-        self.lm.add_row(self.x, np.ones(self.x.size), 1, 1)
+        self.model.family("choose-one")
+        self.model.add_row(self.x, np.ones(self.x.size), 1, 1)
 
     def decode(self, x: np.ndarray) -> int | None:
         """Index of the chosen candidate, or ``None`` when ``x`` is not a unit vector."""
@@ -115,7 +115,7 @@ def solve_tso_mip(
     if len(space) == 0:
         return Result(Status.INFEASIBLE, "tso-exact", backend, stats=stats)
     mip = CandidateChoiceMIP(space, problem.nmp.freq_hz, integral=form == "mip")
-    raw = solve_linear(mip.lm, backend, time_limit=time_limit, threads=threads, seed=seed)
+    raw = solve_linear(mip.model, backend, time_limit=time_limit, threads=threads, seed=seed)
     k = None if raw.x is None else mip.decode(raw.x)
     status, message = raw.status, raw.message
     if raw.x is not None and k is None:

@@ -121,7 +121,7 @@ def test_gaps_of_an_order() -> None:
     ]
     assert g.cost.tolist() == [4, 1, 1, 8] and g.span.tolist() == [1, 0, 0, 1]
     model = ResidencyModel(g, 11)
-    assert model.lm.num_vars == 2 and model.lm.num_rows == 1  # WT0's gaps are kept for free
+    assert model.model.num_vars == 2 and model.model.num_rows == 1  # WT0's gaps are kept for free
 
 
 def test_invalid_orders_and_arguments() -> None:

@@ -69,12 +69,12 @@ def test_eq19_admits_an_overloaded_schedule_and_verify_flags_it():
 
 def test_constraint_families_are_counted(diamond):
     model = TimeIndexedModel(diamond, 10)
-    counts = model.lm.row_counts()
+    counts = model.model.row_counts()
     assert counts["assignment"] == diamond.n
     assert counts["precedence"] == diamond.graph.num_edges
     assert counts["makespan"] == diamond.n
     assert counts["resource"] > 0
-    relaxed = TimeIndexedModel(diamond, 10, relaxed=True).lm.row_counts()
+    relaxed = TimeIndexedModel(diamond, 10, relaxed=True).model.row_counts()
     assert "resource (eq. 19, relaxed)" in relaxed and "resource" not in relaxed
 
 
@@ -82,7 +82,7 @@ def test_warm_start_is_a_feasible_point_of_the_model(diamond):
     warm = list_schedule(diamond)
     model = TimeIndexedModel(diamond, warm.makespan(diamond))
     x0 = model.encode(warm)
-    assert x0 is not None and model.lm.violations(x0) == []
+    assert x0 is not None and model.model.violations(x0) == []
     assert model.decode(x0).start.tolist() == warm.start.tolist()
 
 
@@ -134,7 +134,7 @@ def test_disaggregated_lp_bound_is_at_least_eq18s(diamond):
     bounds = []
     for prec in TimeIndexedModel.PRECEDENCE:
         model = TimeIndexedModel(diamond, 12, precedence=prec)
-        lm = model.lm
+        lm = model.model
         lm.integral = [False] * lm.num_vars
         lm.lb[model.T] = 0.0  # drop the redundant bound on T to compare the rows themselves
         out = highs.solve_linear(lm, time_limit=10, threads=1, seed=0)

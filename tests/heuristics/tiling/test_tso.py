@@ -11,8 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -20,6 +18,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from npusched.arch import load_arch
+from npusched.cli import build_parser
+from npusched.cli import main as cli_main
 from npusched.cli import tile as tile_cli
 from npusched.common.errors import InputError
 from npusched.costmodel import calc_data_transfer, tile_burst_count
@@ -342,12 +342,12 @@ def test_burst_aware_tiles_are_never_slower(net_name, layer_name):
 
 
 def tile_args(*argv: str):
-    return tile_cli.build_parser().parse_args(["tile", *argv])
+    return build_parser().parse_args(["tile", *argv])
 
 
 def test_cli_json_shape(capsys):
     args = tile_args("--network", "lenet", "--arch", "tso-nmp-16", "--json", "--workers", "1")
-    assert tile_cli.cmd_tile(args) == 0
+    assert tile_cli.run(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"network", "arch", "model", "total_time_us", "search_seconds", "layers"}
     assert (out["network"], out["arch"], out["model"]) == ("lenet", "tso-nmp-16", "burst")
@@ -358,16 +358,16 @@ def test_cli_json_shape(capsys):
     assert out["total_time_us"] == pytest.approx(sum(r["time_us"] for r in out["layers"]))
     args = tile_args("--network", "lenet", "--arch", "tso-nmp-16", "--json", "--workers", "1",
                      "--fix-tle", "OFM", "--model", "noburst")  # fmt: skip
-    assert tile_cli.cmd_tile(args) == 0
+    assert tile_cli.run(args) == 0
     fixed = json.loads(capsys.readouterr().out)
     assert fixed["model"] == "noburst" and {r["tle"] for r in fixed["layers"]} == {"OFM"}
     assert fixed["total_time_us"] >= out["total_time_us"]
 
 
-def test_cli_exact_is_lazy_and_fills_the_columns(monkeypatch, capsys):
-    """--exact imports npusched.methods only when asked and calls solve(TsoLayer, "tso-exact")
-    per layer, warm-started from the search's choice, with the CLI's time limit and threads."""
-    import npusched.methods.tiling  # noqa: F401  (loaded before its package is stubbed)
+def test_cli_exact_fills_the_columns(monkeypatch, capsys):
+    """--exact calls solve(TsoLayer, "tso-exact") per layer, warm-started from the search's
+    choice, with the CLI's time limit and threads."""
+    import npusched.methods
     from npusched.solvers.result import Result, Status
 
     calls = []
@@ -379,12 +379,10 @@ def test_cli_exact_is_lazy_and_fills_the_columns(monkeypatch, capsys):
         res.stats["objective_us"] = warm_start.time_us
         return res
 
-    stub = types.ModuleType("npusched.methods")
-    stub.solve = solve  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "npusched.methods", stub)
+    monkeypatch.setattr(npusched.methods, "solve", solve)
     args = tile_args("--network", "lenet", "--arch", "tso-nmp-16", "--json", "--workers", "1",
                      "--exact", "--time-limit", "2", "--threads", "3")  # fmt: skip
-    assert tile_cli.cmd_tile(args) == 0
+    assert tile_cli.run(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert [c[0] for c in calls] == [r["name"] for r in out["layers"]]
     assert calls[0][1:] == ("burst", "tso-exact", "cpsat", 2.0, 3)
@@ -394,19 +392,19 @@ def test_cli_exact_is_lazy_and_fills_the_columns(monkeypatch, capsys):
 
 def test_cli_errors_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:  # argparse: a bad choice
-        tile_cli.main(["tile", "--network", "lenet", "--arch", "tso-nmp-16", "--fix-tlt", "XS"])
+        cli_main(["tile", "--network", "lenet", "--arch", "tso-nmp-16", "--fix-tlt", "XS"])
     assert exc.value.code == 2
     with pytest.raises(InputError):
-        tile_cli.cmd_tile(tile_args("--network", "nonet", "--arch", "tso-nmp-16"))
-    assert tile_cli.main(["tile", "--network", "nonet", "--arch", "tso-nmp-16"]) == 2
-    assert tile_cli.main(["tile", "--network", "lenet", "--arch", "nope"]) == 2
-    assert tile_cli.main(["tile", "--network", "lenet", "--arch", "klotski-3x3"]) == 2
+        tile_cli.run(tile_args("--network", "nonet", "--arch", "tso-nmp-16"))
+    assert cli_main(["tile", "--network", "nonet", "--arch", "tso-nmp-16"]) == 2
+    assert cli_main(["tile", "--network", "lenet", "--arch", "nope"]) == 2
+    assert cli_main(["tile", "--network", "lenet", "--arch", "klotski-3x3"]) == 2
     pool_only = Network("pools", (3, 8, 8), (Layer("p", "maxpool", (INPUT,), kernel=(2, 2)),))
     path = tmp_path / "pools.json"
     write_network(pool_only, path)
     with pytest.raises(ValueError, match="no conv or fc"):
-        tile_cli.cmd_tile(tile_args("--network", str(path), "--arch", "tso-nmp-16"))
-    assert tile_cli.main(["tile", "--network", str(path), "--arch", "tso-nmp-16"]) == 2
+        tile_cli.run(tile_args("--network", str(path), "--arch", "tso-nmp-16"))
+    assert cli_main(["tile", "--network", str(path), "--arch", "tso-nmp-16"]) == 2
     assert "no conv or fc" in capsys.readouterr().err
 
 

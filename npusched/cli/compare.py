@@ -1,0 +1,82 @@
+"""``npusched compare``: several methods on several instances, in parallel, as one table."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from npusched.cli.args import int_list, positive_float, positive_int
+from npusched.common.errors import InputError
+
+
+def run(args: argparse.Namespace) -> int:
+    from npusched.bench.compare import Job, compare, summarize, table, write_csv
+
+    methods = []
+    for spec in args.methods.split(","):
+        name, _, backend = spec.partition(":")
+        methods.append((name, backend or None))
+    from npusched.methods import METHODS
+
+    for name, _ in methods:
+        if name not in METHODS:
+            raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
+    for path in args.instances:
+        if not Path(path).is_file():
+            raise InputError(path, "(file)", "no such file")
+        if path.endswith(".stg") and not args.cores:
+            raise InputError(path, "--cores", "an .stg file needs --cores")
+    cores_list: list[int | None] = list(args.cores) if args.cores else [None]
+    jobs = [
+        Job(
+            str(p),
+            name,
+            backend,
+            c if str(p).endswith(".stg") else None,
+            args.time_limit,
+            args.threads,
+            args.seed,
+            precedence=args.precedence if name == "timeindexed" else "eq18",
+            solution_dir=args.solutions,
+        )
+        for p in args.instances
+        for c in cores_list
+        for name, backend in methods
+    ]
+    jobs = list(dict.fromkeys(jobs))  # JSON instances ignore --cores: drop duplicates
+    rows = compare(jobs, workers=args.workers, progress=not args.quiet)
+    if not args.quiet or not args.csv:
+        print(table(rows))
+    print()
+    print(summarize(rows))
+    if args.csv:
+        write_csv(rows, args.csv)
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``compare`` verb to ``sub`` (from ``ArgumentParser.add_subparsers``):
+    methods × instances × core counts."""
+    m = sub.add_parser("compare", help="run several methods on several instances in parallel")
+    m.add_argument("instances", nargs="+", help="instance .json or .stg files")
+    m.add_argument(
+        "--methods",
+        default="list,cpsat,timeindexed",
+        help="comma-separated method[:backend], e.g. list,cpsat,timeindexed:cbc",
+    )
+    m.add_argument("--cores", type=int_list, help="core counts for .stg files, e.g. 2,4,8,16")
+    m.add_argument("--time-limit", type=positive_float, default=10.0, help="seconds per job")
+    m.add_argument("--threads", type=positive_int, default=1, help="solver threads per job")
+    m.add_argument("--workers", type=positive_int, help="parallel jobs (default cores / threads)")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument(
+        "--precedence",
+        default="eq18",
+        choices=["eq18", "disaggregated"],
+        help="precedence rows of timeindexed jobs",
+    )
+    m.add_argument("--csv", help="write the rows as CSV here")
+    m.add_argument("--solutions", help="write every solution JSON into this folder")
+    m.add_argument("--quiet", action="store_true", help="no progress bar; with --csv no table")
+    m.set_defaults(func=run)

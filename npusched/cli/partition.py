@@ -1,0 +1,65 @@
+"""``npusched partition``: cut a network into μops / CNs on an architecture."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from npusched.cli.args import flag
+
+
+def ints(text: str, n: int, what: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != n or min(values) < 1:
+        raise ValueError(f"{what} needs {n} positive integers separated by commas, got {text!r}")
+    return values
+
+
+def run(args: argparse.Namespace) -> int:
+    from npusched.arch import load_arch
+    from npusched.io import write_instance
+    from npusched.partition.api import partition_network, resolve_network
+
+    net = resolve_network(args.network)
+    arch = load_arch(args.arch)
+    cn = None
+    if args.cn:
+        cn = {}
+        for part in args.cn.split(","):
+            key, _, value = part.partition("=")
+            cn[key.strip().upper()] = int(ints(value, 1, "--cn")[0])
+    inst = partition_network(
+        net,
+        arch,
+        args.scheme,
+        s=ints(args.s, 4, "--s") if args.s else None,  # type: ignore[arg-type]
+        cn=cn,
+        tiles=ints(args.tiles, 4, "--tiles") if args.tiles else None,  # type: ignore[arg-type]
+        loop_order=args.loop_order,
+        align=not args.no_align,
+    )
+    write_instance(inst, args.output)
+    print(
+        f"wrote {args.output}: {inst.n} μops, {inst.graph.num_edges} edges on {inst.m} cores "
+        f"({net.name}, {arch.name}, {args.scheme})"
+    )
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``partition`` verb to ``sub`` (from ``ArgumentParser.add_subparsers``):
+    Klotski's, Stream's and Flexer's schemes."""
+    pa = sub.add_parser("partition", help="cut a network into μops / CNs on an architecture")
+    pa.add_argument("--network", required=True, help="zoo name, network .json or .onnx")
+    pa.add_argument("--arch", required=True, help="architecture name or .json")
+    pa.add_argument("--scheme", required=True, choices=["klotski", "stream", "flexer"])
+    pa.add_argument("--s", help="klotski: μtensor H,W,IC,OC")
+    flag(pa, "--no-align", "klotski: do not round IC/OC up to the PE array")
+    pa.add_argument("--cn", help="stream: CN loops, e.g. OY=1 or K=16,OY=4 (default OY=1)")
+    pa.add_argument("--tiles", help="flexer: tile sizes OC,OH,OW,IC")
+    pa.add_argument("--loop-order", default="K,OY,OX,C", help="flexer: loop order, outermost first")
+    pa.add_argument("-o", "--output", required=True)
+    pa.set_defaults(func=run)

@@ -1,0 +1,165 @@
+"""``npusched solve``: run one method on one instance, verify, and write the solution and plots."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from npusched.cli.args import FREE, flag, given, positive_float, positive_int
+
+
+def run(args: argparse.Namespace) -> int:
+    from npusched.io import load_instance, write_solution
+    from npusched.methods import solve
+    from npusched.problem.placement import PlacementInstance
+    from npusched.verify import check
+
+    inst = load_instance(args.instance, args.cores, args.free_allocation)
+    res = solve(
+        inst,
+        args.method,
+        args.backend,
+        time_limit=args.time_limit,
+        threads=args.threads,
+        seed=args.seed,
+        log=args.log,
+        **given(
+            args, relaxed=False, precedence="eq18", weighted=False, beta=None, priority="blevel"
+        ),
+    )
+    line = f"{inst.name}: {res.summary()}"
+    if res.solution is not None:
+        rep = check(inst, res.solution)
+        value = f"noc_cost={rep.noc_cost}" if rep.makespan is None else f"makespan={rep.makespan}"
+        if rep.makespan is not None and rep.noc_cost is not None:
+            value += f" noc_cost={rep.noc_cost}"
+        line += f" {value} verify=" + (
+            "ok" if rep.ok else f"FAILED ({len(rep.violations)} violations)"
+        )
+    if inst.reference.optimum is not None:
+        line += f" reference={inst.reference.optimum}"
+    stream = getattr(inst, "source", {}).get("stream_makespan")
+    if stream and res.objective is not None:
+        line += f" stream={stream} ratio={res.objective / stream:.3f}"
+    print(line)
+    if res.message:
+        print(f"note: {res.message}")
+    memory_note(inst, res.solution)
+    if args.out:
+        write_solution(args.out, inst, res, str(args.instance))
+    if args.gantt and not isinstance(inst, PlacementInstance) and res.solution is not None:
+        from npusched.plot import gantt
+
+        title = f"{inst.name} — {res.method}/{res.backend}"
+        gantt(inst, res.solution, args.gantt, title=title)  # type: ignore[arg-type]
+    if args.heatmap and res.solution is not None:
+        heatmap(inst, res.solution, args.heatmap, args.weighted, f"{inst.name} — {res.method}")
+    if args.anytime:
+        from npusched.plot import anytime
+
+        anytime([res], args.anytime, title=inst.name, reference=inst.reference.optimum)
+    return 0
+
+
+def memory_note(inst, solution) -> None:
+    """Routed instances: the peak data each core holds (the model has no memory limit)."""
+    from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
+
+    if not isinstance(inst, RoutedInstance) or not isinstance(solution, RoutedSchedule):
+        return
+    from npusched.verify.scheduling.routed import memory_peaks
+
+    cap = inst.source.get("memory_bits", {})
+    parts = []
+    for core, peak in zip(inst.accelerator.cores, memory_peaks(inst, solution), strict=True):
+        size = cap.get(str(core.id))
+        over = " OVER" if size and peak > size else ""
+        parts.append(f"{core.id}: {peak}" + (f"/{size}{over}" if size else ""))
+    print(
+        f"peak {inst.data_unit} resident per core (no memory limit modelled): " + ", ".join(parts)
+    )
+
+
+def heatmap(inst, solution, path, weighted: bool, title: str) -> None:
+    """Link traffic of a placement, or of a schedule on a mesh (edges: count or bytes)."""
+    import numpy as np
+
+    from npusched.plot import link_traffic, mesh_heatmap
+    from npusched.problem.placement import Placement
+    from npusched.problem.scheduling.noc import Mesh
+
+    if isinstance(solution, Placement):
+        mesh, cells = inst.mesh, inst.cell_array[solution.loc]
+        t, u = np.nonzero(inst.flow)
+        weight = inst.flow[t, u]
+    else:
+        acc = inst.accelerator
+        if acc.cells() is None:
+            raise ValueError("--heatmap needs cores on a mesh")
+        mesh, cells = Mesh(*acc.mesh), np.asarray(acc.cells())[solution.core]
+        t, u = inst.graph.src, inst.graph.dst
+        weight = inst.graph.bytes if weighted else np.ones(t.size)
+    labels: dict[int, str] = {}
+    for i, cell in enumerate(cells.tolist()):
+        labels[cell] = f"{labels[cell]}," if cell in labels else ""
+        labels[cell] += str(i)
+    load = link_traffic(mesh, cells[t], cells[u], weight)
+    mesh_heatmap(mesh, load, labels if len(cells) <= 3 * mesh.size else None, path, title)
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``solve`` verb to ``sub`` (from ``ArgumentParser.add_subparsers``):
+    every method of :data:`npusched.methods.METHODS`."""
+    from npusched.methods import METHODS
+
+    s = sub.add_parser("solve", help="schedule one instance")
+    s.add_argument("instance", help="instance .json, QAPLIB .dat, or .stg with --cores")
+    s.add_argument("--cores", type=positive_int, help="number of cores for an .stg file")
+    flag(s, "--free-allocation", FREE)
+    s.add_argument(
+        "--method",
+        choices=sorted(METHODS),
+        help="default: cpsat for a scheduling instance, joint for a routed (Stream) instance, "
+        "qap for a placement instance",
+    )
+    s.add_argument(
+        "--backend",
+        choices=["cpsat", "highs", "cbc", "pulp-highs"],
+        help="solver for the timeindexed (default highs) and qap (default cpsat) models",
+    )
+    s.add_argument("--time-limit", type=positive_float, default=10.0, help="seconds (default 10)")
+    s.add_argument("--threads", type=positive_int, default=1)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument(
+        "--relaxed",
+        action="store_true",
+        help="time-indexed: Klotski eq. 19 (issue count only; may overload cores)",
+    )
+    s.add_argument(
+        "--precedence",
+        default="eq18",
+        choices=["eq18", "disaggregated"],
+        help="time-indexed precedence rows: Klotski eq. 18 (default) or disaggregated",
+    )
+    s.add_argument(
+        "--priority",
+        default="blevel",
+        choices=["blevel", "asap", "alap"],
+        help="list-scheduling priority (also the warm start)",
+    )
+    s.add_argument(
+        "--weighted",
+        action="store_true",
+        help="twostage, joint: NoC cost in bytes x hops instead of hops (eq. 14)",
+    )
+    s.add_argument(
+        "--beta",
+        type=float,
+        help="joint: minimise makespan + BETA x NoC cost (default: lexicographic)",
+    )
+    s.add_argument("--out", help="write the solution JSON here")
+    s.add_argument("--gantt", help="write a Gantt chart PNG here")
+    s.add_argument("--anytime", help="write the anytime curve PNG here")
+    s.add_argument("--heatmap", help="write the mesh link-traffic heat map PNG here")
+    s.add_argument("--log", action="store_true", help="show the solver's log")
+    s.set_defaults(func=run)

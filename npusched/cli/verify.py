@@ -1,0 +1,42 @@
+"""``npusched verify``: check a solution JSON against its instance."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from npusched.cli.args import FREE, flag, positive_int
+
+
+def run(args: argparse.Namespace) -> int:
+    from npusched.io import load_instance, read_solution
+    from npusched.verify import check
+
+    inst = load_instance(args.instance, args.cores, args.free_allocation)
+    solution, data = read_solution(args.solution, inst)
+    kind = data.get("kind", "dag_schedule")
+    claimed = data.get("makespan") if kind == "dag_schedule" else data.get("noc_cost")
+    rep = check(inst, solution, claimed)
+    if rep.ok:
+        value = ", ".join(
+            f"{label} {v}"
+            for label, v in (("makespan", rep.makespan), ("NoC cost", rep.noc_cost))
+            if v is not None
+        )
+        print(f"{args.solution}: feasible for {inst.name}, {value}")
+        return 0
+    print(f"{args.solution}: {len(rep.violations)} violation(s) for {inst.name}")
+    for v in rep.violations[:50]:
+        print(f"  {v}")
+    return 1
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``verify`` verb to ``sub`` (from ``ArgumentParser.add_subparsers``):
+    DESIGN's solution contract."""
+    v = sub.add_parser("verify", help="check a solution JSON against its instance")
+    v.add_argument("instance", help="instance .json (or .stg with --cores)")
+    v.add_argument("solution", help="solution .json (DESIGN's contract)")
+    v.add_argument("--cores", type=positive_int, help="number of cores for an .stg file")
+    flag(v, "--free-allocation", FREE)
+    v.set_defaults(func=run)
