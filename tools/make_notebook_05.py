@@ -33,8 +33,8 @@ from npusched.heuristics.flexer.spill import flexer_victims, spill_key
 from npusched.methods.flexer import figures, search_network
 from npusched.plot.flexer import memory_map, spatial_reuse, transfer_breakdown
 from npusched.partition.flexer import tiled_conv
-from npusched.problem.flexer import FlexerInstance, SpillRequest
-from npusched.problem.flexer_residency import ResidencyProblem
+from npusched.problem.flexer.layer import FlexerInstance, SpillRequest
+from npusched.problem.flexer.residency import ResidencyProblem
 from npusched.verify.flexer import verify_flexer
 from npusched.workload.zoo import load_network
 

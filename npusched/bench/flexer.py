@@ -45,8 +45,8 @@ from npusched.methods.flexer import (
     verify_choices,
 )
 from npusched.methods.registry import solve
-from npusched.problem.flexer import FlexerInstance, FlexerSchedule, TiledConv
-from npusched.problem.flexer_residency import ResidencyProblem
+from npusched.problem.flexer.layer import FlexerInstance, FlexerSchedule, TiledConv
+from npusched.problem.flexer.residency import ResidencyProblem
 from npusched.workload.network import Network
 from npusched.workload.zoo import load_network
 

@@ -26,8 +26,8 @@ from npusched.formulations.flexer.offline import BACKENDS
 from npusched.heuristics.flexer.residency import belady_bytes
 from npusched.methods.registry import solve
 from npusched.partition.flexer import tiled_conv
-from npusched.problem.flexer import TiledConv
-from npusched.problem.flexer_residency import ResidencyProblem, index_order, use_gaps
+from npusched.problem.flexer.layer import TiledConv
+from npusched.problem.flexer.residency import ResidencyProblem, index_order, use_gaps
 from npusched.workload.zoo import load_network
 
 KIB = 1024

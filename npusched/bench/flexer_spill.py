@@ -24,7 +24,7 @@ from tabulate import tabulate
 from npusched.formulations.flexer.spill import BACKENDS
 from npusched.heuristics.flexer.spill import flexer_victims, spill_key
 from npusched.methods.registry import solve
-from npusched.problem.flexer import SpillRequest
+from npusched.problem.flexer.layer import SpillRequest
 from npusched.solvers.result import Status
 
 KIB = 1024

@@ -7,12 +7,12 @@
   static baseline, §5); the solution is the best schedule. A layer search (not the scheduling
   of one given tiling) is what ``npusched flexer`` and the benches run per layer, so it is the
   unit here; :func:`search_network` runs it over a network's layers in parallel.
-- ``flexer-cpsat`` takes a :class:`~npusched.problem.flexer.FlexerInstance` (one tiled layer on
-  the NPUs) and finds its least-latency once-per-tile schedule
+- ``flexer-cpsat`` takes a :class:`~npusched.problem.flexer.layer.FlexerInstance` (one tiled layer
+  on the NPUs) and finds its least-latency once-per-tile schedule
   (:func:`~npusched.formulations.flexer.schedule.schedule_exact`); the warm start is a schedule.
-- ``flexer-spill`` takes a :class:`~npusched.problem.flexer.SpillRequest` and selects the spill
-  victims exactly (:func:`~npusched.formulations.flexer.spill.solve_spill_exact`).
-- ``flexer-offline`` takes a :class:`~npusched.problem.flexer_residency.ResidencyProblem` and
+- ``flexer-spill`` takes a :class:`~npusched.problem.flexer.layer.SpillRequest` and selects the
+  spill victims exactly (:func:`~npusched.formulations.flexer.spill.solve_spill_exact`).
+- ``flexer-offline`` takes a :class:`~npusched.problem.flexer.residency.ResidencyProblem` and
   bounds the DRAM bytes of a fixed issue order
   (:func:`~npusched.formulations.flexer.offline.offline_bound`).
 """
@@ -39,8 +39,8 @@ from npusched.heuristics.flexer.search import (
     search_layer,
 )
 from npusched.methods.registry import Context, Method, NoParams, register, solve
-from npusched.problem.flexer import FlexerInstance, FlexerSchedule, SpillRequest, supports
-from npusched.problem.flexer_residency import ResidencyProblem
+from npusched.problem.flexer.layer import FlexerInstance, FlexerSchedule, SpillRequest, supports
+from npusched.problem.flexer.residency import ResidencyProblem
 from npusched.solvers.result import Result
 from npusched.verify.flexer import verify_flexer
 from npusched.workload.layers import Layer

@@ -12,7 +12,7 @@ from npusched.solvers.result import Result
 
 
 def run_model(model: Any, backend: str, warm: Any, ctx: Context) -> tuple[RawOutput, Any]:
-    """Run ``model.model`` on ``backend`` warm-started from ``model.encode(warm)`` within the
+    """Run ``model.model`` on ``backend`` warm-started from ``model.hint(warm)`` within the
     context's deadline; return the backend's output and ``model.decode`` of its answer."""
     raw = solve_linear(
         model.model,
@@ -20,7 +20,7 @@ def run_model(model: Any, backend: str, warm: Any, ctx: Context) -> tuple[RawOut
         time_limit=ctx.remaining(),
         threads=ctx.threads,
         seed=ctx.seed,
-        warm_start=model.encode(warm),
+        warm_start=model.hint(warm),
         log=ctx.log,
     )
     return raw, (model.decode(raw.x) if raw.x is not None else None)

@@ -7,7 +7,7 @@ import numpy as np
 
 from npusched.costmodel import compute_cycles
 from npusched.partition.grid import Tiling, layer_extents
-from npusched.problem.flexer import IN, OT, WT, TiledConv, supports
+from npusched.problem.flexer.layer import IN, OT, WT, TiledConv, supports
 from npusched.workload.layers import Layer
 from npusched.workload.network import Network
 

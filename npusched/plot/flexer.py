@@ -27,7 +27,7 @@ from matplotlib.ticker import MaxNLocator
 from numpy.typing import NDArray
 
 from npusched.plot._figure import finish
-from npusched.problem.flexer import OT, TRANSFER_TYPES, TYPE_NAMES, FlexerSchedule, TiledConv
+from npusched.problem.flexer.layer import OT, TRANSFER_TYPES, TYPE_NAMES, FlexerSchedule, TiledConv
 
 #: Categories of buffer contents and transfers, in stacking order (= ``TRANSFER_TYPES``).
 CATEGORIES = TRANSFER_TYPES

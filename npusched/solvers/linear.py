@@ -87,6 +87,20 @@ class LinearModel:
             np.fromiter((r[3] for r in self.rows), float, self.num_rows),
         )
 
+    def satisfies(self, x: ArrayLike, tol: float = 1e-9) -> bool:
+        """``x`` is within every variable's bounds, integral where required, and every row's."""
+        v = np.asarray(x, dtype=float)
+        if v.shape != (self.num_vars,):
+            return False
+        if (v < np.asarray(self.lb) - tol).any() or (v > np.asarray(self.ub) + tol).any():
+            return False
+        integral = np.asarray(self.integral, dtype=bool)
+        if (np.abs(v[integral] - np.round(v[integral])) > tol).any():
+            return False
+        lo, hi = self.row_bounds()
+        activity = np.array([float(np.dot(c, v[i])) for i, c, _, _ in self.rows])
+        return bool(((activity >= lo - tol) & (activity <= hi + tol)).all())
+
     def cost_vector(self) -> NDArray[np.float64]:
         c = np.zeros(self.num_vars)
         for j, v in self.cost.items():

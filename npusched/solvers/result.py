@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from npusched.problem.flexer import FlexerSchedule
-from npusched.problem.flexer_residency import ResidencyPlan
+from npusched.problem.flexer.layer import FlexerSchedule
+from npusched.problem.flexer.residency import ResidencyPlan
 from npusched.problem.placement import Placement
 from npusched.problem.scheduling.routed import RoutedSchedule
 from npusched.problem.scheduling.schedule import Schedule

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from npusched.problem.flexer import (
+from npusched.problem.flexer.layer import (
     IN,
     OT,
     TRANSFER_TYPES,

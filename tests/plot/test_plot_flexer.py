@@ -21,7 +21,13 @@ from npusched.plot.flexer import (
     tile_label,
     transfer_breakdown,
 )
-from npusched.problem.flexer import FlexerSchedule, Residency, TiledConv, Transfer, TransferKind
+from npusched.problem.flexer.layer import (
+    FlexerSchedule,
+    Residency,
+    TiledConv,
+    Transfer,
+    TransferKind,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from npusched.partition.flexer import tiled_conv
-from npusched.problem.flexer import (
+from npusched.problem.flexer.layer import (
     IN,
     OT,
     WT,

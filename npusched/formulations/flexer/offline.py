@@ -74,9 +74,9 @@ Warm starts and upper bounds
 ----------------------------
 :func:`~npusched.heuristics.flexer.residency.belady_plan` (``improve=True``) warm-starts the
 linear model, :func:`~npusched.heuristics.flexer.residency.contiguous_plan` the contiguous one.
-The uses and gaps (:func:`~npusched.problem.flexer_residency.use_gaps`) and the plan type
-(:class:`~npusched.problem.flexer_residency.ResidencyPlan`, the solution of the
-:class:`~npusched.solvers.result.Result`) live in :mod:`npusched.problem.flexer_residency`.
+The uses and gaps (:func:`~npusched.problem.flexer.residency.use_gaps`) and the plan type
+(:class:`~npusched.problem.flexer.residency.ResidencyPlan`, the solution of the
+:class:`~npusched.solvers.result.Result`) live in :mod:`npusched.problem.flexer.residency`.
 """
 
 from __future__ import annotations
@@ -92,8 +92,8 @@ from numpy.typing import NDArray
 from ortools.sat.python import cp_model
 
 from npusched.heuristics.flexer.residency import belady_gaps, contiguous_gaps
-from npusched.problem.flexer import TiledConv
-from npusched.problem.flexer_residency import (
+from npusched.problem.flexer.layer import TiledConv
+from npusched.problem.flexer.residency import (
     BoolArray,
     IntArray,
     ResidencyPlan,
@@ -416,7 +416,7 @@ def offline_bound(
     Returns
     -------
     Result
-        ``solution``: the :class:`~npusched.problem.flexer_residency.ResidencyPlan`, its bytes
+        ``solution``: the :class:`~npusched.problem.flexer.residency.ResidencyPlan`, its bytes
         recomputed as ``objective``; ``bound``: the solver's (plus the fixed bytes), else the
         LP relaxation's, else the presolve's (``stats["bound_source"]``). ``infeasible`` when a
         set alone exceeds the capacity, ``error`` when the answer fails the checks. ``stats``:

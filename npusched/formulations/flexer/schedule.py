@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
-from npusched.problem.flexer import (
+from npusched.problem.flexer.layer import (
     OT,
     FlexerSchedule,
     Residency,
@@ -267,7 +267,7 @@ class ScheduleModel:
             m.add_hint(self.addr[r.data], r.addr)
 
     def decode(self, solver: cp_model.CpSolver) -> FlexerSchedule:
-        """The :class:`~npusched.problem.flexer.FlexerSchedule` of a solver answer."""
+        """The :class:`~npusched.problem.flexer.layer.FlexerSchedule` of a solver answer."""
         p, val = self.problem, solver.value
         start = np.array([val(v) for v in self.s], np.int64)
         npu = np.array(

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from npusched.heuristics.flexer.spill import spill_key
-from npusched.problem.flexer import SpillRequest
+from npusched.problem.flexer.layer import SpillRequest
 from npusched.solvers.linear import LinearModel
 from npusched.solvers.result import Result, Status
 
@@ -147,6 +147,14 @@ class SpillModel:
         idx = list(cost)
         self.model.add_row(idx, [cost[j] for j in idx], value - offset, value - offset)
 
+    def hint(self, run: Sequence[int]) -> NDArray[np.float64]:
+        """The solution vector that frees the contiguous ``run`` of segments (a warm start)."""
+        x = np.zeros(self.model.num_vars)
+        if run:
+            x[self.x[list(run)]] = 1.0
+            x[self.s[run[0]]] = 1.0
+        return x
+
     def decode(self, x: NDArray[np.float64]) -> list[int] | None:
         """The freed segments of solution ``x``, or ``None`` if they are not one contiguous run
         of movable segments."""
@@ -250,6 +258,6 @@ def _solve_levels(out: Result, model: SpillModel, t0: float) -> None:
 
 
 def solve_spill(request: SpillRequest, **options: Any) -> Result:
-    """:func:`solve_spill_exact` of a :class:`~npusched.problem.flexer.SpillRequest`."""
+    """:func:`solve_spill_exact` of a :class:`~npusched.problem.flexer.layer.SpillRequest`."""
     r = request
     return solve_spill_exact(r.sizes, r.uses, r.movable, r.live, r.required, **options)

@@ -130,7 +130,7 @@ class PlacementModel:
             if min(int(g[k]) for g in sym) != k:
                 self.model.ub[self.z[heavy, k]] = 0
 
-    def encode(self, placement: Placement) -> NDArray[np.float64]:
+    def hint(self, placement: Placement) -> NDArray[np.float64]:
         """Variable vector of ``placement`` (a warm start), mapped into the symmetry-broken
         region when needed."""
         loc = placement.loc

@@ -182,7 +182,7 @@ class TimeIndexedModel:
         self.model.lb[self.T] = float(cp if self.relaxed else max(cp, load))
 
     # ---- solution <-> variable vector -------------------------------------------------------
-    def encode(self, schedule: Schedule) -> NDArray[np.float64] | None:
+    def hint(self, schedule: Schedule) -> NDArray[np.float64] | None:
         """Variable vector of ``schedule`` (a warm start), or ``None`` if it leaves the windows."""
         x = np.zeros(self.model.num_vars)
         w = self.windows

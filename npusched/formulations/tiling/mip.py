@@ -66,6 +66,12 @@ class CandidateChoiceMIP:
         self.model.family("choose-one")
         self.model.add_row(self.x, np.ones(self.x.size), 1, 1)
 
+    def hint(self, k: int) -> np.ndarray:
+        """The unit vector choosing candidate ``k`` (a warm start)."""
+        x = np.zeros(self.x.size)
+        x[k] = 1.0
+        return x
+
     def decode(self, x: np.ndarray) -> int | None:
         """Index of the chosen candidate, or ``None`` when ``x`` is not a unit vector."""
         k = int(np.argmax(x))

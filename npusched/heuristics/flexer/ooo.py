@@ -45,7 +45,7 @@ import numpy as np
 from npusched.heuristics.flexer.memory import Buffer, NoFit, Regions
 from npusched.heuristics.scheduling.routed_list import Timeline
 from npusched.partition.schemes import loop_order_rank
-from npusched.problem.flexer import (
+from npusched.problem.flexer.layer import (
     IN,
     OT,
     WT,
@@ -87,7 +87,7 @@ class TimeUp(Exception):
 
 class Engine:
     """Issues operation sets on ``n`` NPUs with a memory and one DRAM channel; records the
-    :class:`~npusched.problem.flexer.FlexerSchedule`."""
+    :class:`~npusched.problem.flexer.layer.FlexerSchedule`."""
 
     def __init__(
         self,

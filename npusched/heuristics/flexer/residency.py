@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from npusched.problem.flexer import TiledConv
-from npusched.problem.flexer_residency import (
+from npusched.problem.flexer.layer import TiledConv
+from npusched.problem.flexer.residency import (
     BoolArray,
     ResidencyPlan,
     UseGaps,

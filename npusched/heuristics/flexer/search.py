@@ -6,8 +6,9 @@ Both searches are exact over the same space, but skip what cannot win: tilings a
 order of a lower bound on the metric, and the search of a layer stops once the bound reaches the
 best metric found (branch and bound); tilings with equal bounds go fewest operations first.
 The bound of a tiling uses only what every schedule must do: load every input and weight tile
-once and write every output once (:meth:`~npusched.problem.flexer.TiledConv.onchip_bytes`, one
-transfer at a time on the DRAM channel, :meth:`~npusched.problem.flexer.TiledConv.once_cycles`),
+once and write every output once (:meth:`~npusched.problem.flexer.layer.TiledConv.onchip_bytes`,
+one transfer at a time on the DRAM channel,
+:meth:`~npusched.problem.flexer.layer.TiledConv.once_cycles`),
 and run ``Σ latency`` cycles of work on ``n`` NPUs, which without prefetch also wait for those
 first loads; so ``latency ≥ max((Σ lat + first loads) / n, max lat, Σ once-transfer cycles)``.
 During a schedule the same bound is raised with the time the NPUs and the DRAM channel have
@@ -53,7 +54,7 @@ from npusched.heuristics.flexer.ooo import (
 )
 from npusched.partition.flexer import tiled_conv
 from npusched.partition.grid import DIMS, Tiling, layer_extents
-from npusched.problem.flexer import FlexerSchedule, TiledConv, supports
+from npusched.problem.flexer.layer import FlexerSchedule, TiledConv, supports
 from npusched.solvers.result import Result, Status
 from npusched.workload.layers import Layer
 from npusched.workload.network import Network

@@ -12,8 +12,8 @@ from npusched.bench.flexer_offline import main as bench_main
 from npusched.formulations.flexer.offline import BACKENDS, ResidencyModel, offline_bound
 from npusched.heuristics.flexer.residency import belady_bytes, belady_plan, contiguous_plan
 from npusched.partition.flexer import tiled_conv
-from npusched.problem.flexer import IN, OT, WT, TiledConv
-from npusched.problem.flexer_residency import ResidencyPlan, index_order, use_gaps
+from npusched.problem.flexer.layer import IN, OT, WT, TiledConv
+from npusched.problem.flexer.residency import ResidencyPlan, index_order, use_gaps
 from npusched.solvers.result import Result, Status
 from npusched.workload.zoo import load_network
 

@@ -81,7 +81,7 @@ def test_constraint_families_are_counted(diamond):
 def test_warm_start_is_a_feasible_point_of_the_model(diamond):
     warm = list_schedule(diamond)
     model = TimeIndexedModel(diamond, warm.makespan(diamond))
-    x0 = model.encode(warm)
+    x0 = model.hint(warm)
     assert x0 is not None and model.model.violations(x0) == []
     assert model.decode(x0).start.tolist() == warm.start.tolist()
 

@@ -281,11 +281,12 @@ def test_mip_and_lp_forms_agree():
 def test_candidate_decode_rejects_fractions():
     layer, shape = SMALL[-1]
     m = CandidateChoiceMIP(layer_space(layer, shape, ARCH), NMP.freq_hz)
-    x = np.zeros(m.x.size)
-    x[3] = 1.0
-    assert m.decode(x) == 3
+    x = m.hint(3)
+    assert m.model.satisfies(x) and m.decode(x) == 3
     x[3], x[4] = 0.5, 0.5
     assert m.decode(x) is None
+    x[3] = 0.0
+    assert not m.model.satisfies(x)  # the choose-one row fails
 
 
 # ---- statuses as the solver returned them -----------------------------------------------------

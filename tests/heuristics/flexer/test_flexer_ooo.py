@@ -37,7 +37,7 @@ from npusched.heuristics.flexer.search import (
 )
 from npusched.partition.flexer import tiled_conv
 from npusched.partition.schemes import loop_order_rank
-from npusched.problem.flexer import IN, OT, WT, TiledConv, supports
+from npusched.problem.flexer.layer import IN, OT, WT, TiledConv, supports
 from npusched.solvers.result import Status
 from npusched.verify.flexer import verify_flexer
 from npusched.workload.layers import INPUT, Layer

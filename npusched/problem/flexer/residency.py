@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from npusched.problem.flexer import OT, TiledConv
+from npusched.problem.flexer.layer import OT, TiledConv
 
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
