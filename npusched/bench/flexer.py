@@ -35,7 +35,6 @@ from typing import Any
 from tabulate import tabulate
 
 from npusched.arch import flexer_arch_name, load_arch
-from npusched.heuristics.flexer.ooo import MEM_POLICIES, PRIORITIES
 from npusched.heuristics.flexer.search import layer_geometry, layer_problem, n_ops, run
 from npusched.methods.flexer import (
     LayerRuns,
@@ -47,6 +46,7 @@ from npusched.methods.flexer import (
 from npusched.methods.registry import solve
 from npusched.problem.flexer.layer import FlexerInstance, FlexerSchedule, TiledConv
 from npusched.problem.flexer.residency import ResidencyProblem
+from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES
 from npusched.workload.network import Network
 from npusched.workload.zoo import load_network
 

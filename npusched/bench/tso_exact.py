@@ -2,7 +2,7 @@
 
 For every ``conv``/``fc`` layer of the networks (default: LeNet, ResNet-50, MobileNetV2,
 SqueezeNet, InceptionV3, YOLOv2) on ``tso-nmp-16`` with the burst model, the enumeration's best
-tiling (:func:`npusched.heuristics.tiling.search.search_layer`) is compared with the optimum of
+tiling (:func:`npusched.heuristics.tiling.search.search_tso_layer`) is compared with the optimum of
 :func:`npusched.formulations.tiling.exact.solve_layer_cpsat` (integer tile sizes, exact
 objective in cycles). Per network it prints:
 
@@ -33,7 +33,7 @@ from tabulate import tabulate
 
 from npusched.arch import load_arch
 from npusched.formulations.tiling.exact import solve_layer_cpsat, solve_layer_mip
-from npusched.heuristics.tiling.search import conv_layers, search_layer
+from npusched.heuristics.tiling.search import conv_layers, search_tso_layer
 from npusched.problem.tiling import TileChoice, TsoLayer, nmp_params
 from npusched.verify.tiling import verify_tiling
 from npusched.workload.zoo import load_network
@@ -45,7 +45,7 @@ def run_layer(layer: Any, shape: Any, arch: Any, args: argparse.Namespace) -> di
     """One layer: enumeration, exact model (and MIP); the comparison as a JSON-able row."""
     mhz = nmp_params(arch).freq_hz / 1e6
     t0 = time.perf_counter()
-    lc = search_layer(layer, shape, arch, args.model)
+    lc = search_tso_layer(layer, shape, arch, args.model)
     t_enum = time.perf_counter() - t0
     enum_cycles = round(lc.objective_us * mhz)
     r = solve_layer_cpsat(

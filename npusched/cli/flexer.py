@@ -24,12 +24,12 @@ from typing import Any
 
 from npusched.arch import flexer_arch_name
 from npusched.cli.args import positive_int
-from npusched.heuristics.flexer.ooo import MEM_POLICIES, PRIORITIES
+from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``flexer`` to ``subparsers``; its ``func`` default is :func:`run`."""
-    from npusched.heuristics.flexer.search import METRICS
+    from npusched.problem.flexer.settings import METRICS
 
     f = subparsers.add_parser(
         "flexer",

@@ -31,16 +31,11 @@ from npusched.common.parallel import map_layers
 from npusched.formulations.flexer.offline import offline_bound
 from npusched.formulations.flexer.schedule import schedule_exact
 from npusched.formulations.flexer.spill import solve_spill
-from npusched.heuristics.flexer.ooo import MEM_POLICIES, PRIORITIES
-from npusched.heuristics.flexer.search import (
-    FlexerLayer,
-    Settings,
-    layer_geometry,
-    search_layer,
-)
+from npusched.heuristics.flexer.search import layer_geometry, search_layer
 from npusched.methods.registry import Context, Method, NoParams, register, solve
 from npusched.problem.flexer.layer import FlexerInstance, FlexerSchedule, SpillRequest, supports
 from npusched.problem.flexer.residency import ResidencyProblem
+from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES, FlexerLayer, Settings
 from npusched.solvers.result import Result
 from npusched.verify.flexer import verify_flexer
 from npusched.workload.layers import Layer

@@ -10,11 +10,12 @@ from npusched.formulations.flexer.offline import offline_bound
 from npusched.formulations.flexer.schedule import schedule_exact
 from npusched.formulations.flexer.spill import solve_spill_exact
 from npusched.heuristics.flexer.ooo import ooo_schedule
-from npusched.heuristics.flexer.search import FlexerLayer, Settings, search_layer
+from npusched.heuristics.flexer.search import search_layer
 from npusched.methods.flexer import search_network, verify_choices
 from npusched.partition.flexer import tiled_conv
 from npusched.problem.flexer.layer import FlexerInstance, SpillRequest
 from npusched.problem.flexer.residency import ResidencyPlan, ResidencyProblem, index_order
+from npusched.problem.flexer.settings import FlexerLayer, Settings
 from npusched.solvers.result import Status
 from npusched.verify.flexer import verify_flexer
 from npusched.workload.layers import INPUT, Layer

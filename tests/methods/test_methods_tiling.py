@@ -10,7 +10,7 @@ import pytest
 
 from npusched import solve
 from npusched.arch import load_arch
-from npusched.heuristics.tiling.search import conv_layers, search_layer
+from npusched.heuristics.tiling.search import conv_layers, search_tso_layer
 from npusched.methods.tiling import TsoEnumParams, TsoExactParams, tile_network
 from npusched.problem.tiling import TsoLayer
 from npusched.solvers.result import Status
@@ -37,7 +37,7 @@ def _verified(problem, r, tso_space=True):
 @pytest.mark.parametrize("layer,shape", [*LENET, DW], ids=[*(ly.name for ly, _ in LENET), "dw"])
 def test_enum_and_exact_equal_the_enumeration(layer, shape, model):
     p = _problem(layer, shape, model)
-    lc = search_layer(layer, shape, ARCH, model)
+    lc = search_tso_layer(layer, shape, ARCH, model)
     enum = solve(p, "tso-enum")
     assert enum.status == Status.OPTIMAL and enum.method == "tso-enum"
     assert enum.objective == enum.bound and enum.gap == 0

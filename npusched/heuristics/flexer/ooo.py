@@ -38,7 +38,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Literal
 
 import numpy as np
 
@@ -56,11 +55,7 @@ from npusched.problem.flexer.layer import (
     Transfer,
     dram_cycles,
 )
-
-PRIORITIES = ("default", "min-transfer", "min-spill")
-MEM_POLICIES = ("flexer", "first-fit", "small-spill")
-STATIONARITY = ("IS", "WS", "OS")
-Priority = Literal["default", "min-transfer", "min-spill"]
+from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES, STATIONARITY
 
 #: OoO dataflows: the loop order that numbers the DFG (and breaks ties), one per stationarity.
 DATAFLOWS = {"OS": "K,OY,OX,C", "WS": "K,C,OY,OX", "IS": "C,OY,OX,K"}

@@ -40,12 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from npusched.arch.model import Arch
 from npusched.heuristics.flexer.ooo import (
     DATAFLOWS,
-    MEM_POLICIES,
-    PRIORITIES,
-    STATIONARITY,
     NoFit,
     Pruned,
     TimeUp,
@@ -55,73 +51,15 @@ from npusched.heuristics.flexer.ooo import (
 from npusched.partition.flexer import tiled_conv
 from npusched.partition.grid import DIMS, Tiling, layer_extents
 from npusched.problem.flexer.layer import FlexerSchedule, TiledConv, supports
+from npusched.problem.flexer.settings import STATIONARITY, Settings
 from npusched.solvers.result import Result, Status
 from npusched.workload.layers import Layer
 from npusched.workload.network import Network
 
-METRICS = ("latency*bytes", "latency", "bytes")
 #: every loop permutation × stationarity of the static baseline
 STATIC_DATAFLOWS = tuple(
     (",".join(p), s) for p in itertools.permutations(DIMS) for s in STATIONARITY
 )
-
-
-@dataclass(frozen=True)
-class Settings:
-    """A multi-NPU (Table 1) and the scheduler's options."""
-
-    n_npus: int
-    capacity: int
-    bandwidth: float
-    unroll: tuple[tuple[str, int], ...] = (("K", 32), ("C", 32))
-    elem_bytes: float = 1.0
-    priority: str = "default"
-    mem_policy: str = "flexer"
-    metric: str = "latency*bytes"
-    max_ops: int = 256
-    window: int | None = None
-    prefetch: bool = False
-    fill_drain: int | None = None  # cycles per operation; None: rows + columns of the array
-
-    @property
-    def op_overhead(self) -> int:
-        """Fill and drain cycles of the array per operation (module notes)."""
-        return sum(u for _, u in self.unroll) if self.fill_drain is None else self.fill_drain
-
-    def __post_init__(self) -> None:
-        if self.priority not in PRIORITIES:
-            raise ValueError(f"unknown priority {self.priority!r}; choose from {PRIORITIES}")
-        if self.mem_policy not in MEM_POLICIES:
-            raise ValueError(
-                f"unknown memory policy {self.mem_policy!r}; choose from {MEM_POLICIES}"
-            )
-        if self.metric not in METRICS:
-            raise ValueError(f"unknown metric {self.metric!r}; choose from {METRICS}")
-        if self.n_npus < 1 or self.capacity < 1 or self.bandwidth <= 0:
-            raise ValueError("NPUs, buffer and bandwidth must be positive")
-        if self.fill_drain is not None and self.fill_drain < 0:
-            raise ValueError(f"fill_drain must be >= 0, got {self.fill_drain}")
-
-    @classmethod
-    def from_arch(cls, arch: Arch, **options: Any) -> Settings:
-        """Flexer's settings from an architecture with a shared global buffer (flexer-arch1…8).
-
-        Raises
-        ------
-        ValueError
-            The architecture has no shared buffer or no DRAM bandwidth.
-        """
-        if arch.shared_buffer_bytes is None:
-            raise ValueError(f"{arch.name}: Flexer needs a shared global buffer")
-        unroll = tuple(sorted(arch.cores[0].pe_unroll.items()))
-        return cls(
-            n_npus=len(arch.cores),
-            capacity=int(arch.shared_buffer_bytes),
-            bandwidth=float(arch.dram_bytes_per_cycle()),
-            unroll=unroll,
-            elem_bytes=arch.element_bytes,
-            **options,
-        )
 
 
 @dataclass(frozen=True)
@@ -354,17 +292,3 @@ def layer_geometry(net: Network, layer: Layer) -> tuple[Any, ...]:
         layer.groups,
         tuple(net.in_shapes(layer)[0]),
     )
-
-
-@dataclass(frozen=True, eq=False)
-class FlexerLayer:
-    """What ``solve(…, "flexer-ooo" | "flexer-static")`` searches: one layer of ``net`` on the
-    multi-NPU and time model of ``settings`` (Algorithm 1 over its tilings × dataflows).
-
-    It sits next to :class:`Settings`, whose option names it validates against the scheduler's
-    (:data:`~npusched.heuristics.flexer.ooo.PRIORITIES`, …).
-    """
-
-    net: Network
-    layer: Layer
-    settings: Settings

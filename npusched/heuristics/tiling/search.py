@@ -95,13 +95,13 @@ def search_tso(problem: TsoLayer) -> TileChoice:
 def choice_from_bests(
     layer: Layer, in_shape: Shape, arch: Arch, bests: list[ComboBest], *args: Any, **kwargs: Any
 ) -> TileChoice:
-    """The :class:`~npusched.problem.tiling.TileChoice` of :func:`search_layer` from
+    """The :class:`~npusched.problem.tiling.TileChoice` of :func:`search_tso_layer` from
     :func:`~npusched.heuristics.tiling.space.combo_bests`' result (``model``, ``fix_tle``,
-    ``fix_tlt`` as :func:`search_layer`)."""
+    ``fix_tlt`` as :func:`search_tso_layer`)."""
     return choose(TsoLayer.from_layer(layer, in_shape, arch, *args, **kwargs), bests)
 
 
-def search_layer(
+def search_tso_layer(
     layer: Layer, in_shape: Shape, arch: Arch, *args: Any, **kwargs: Any
 ) -> TileChoice:
     """TSO's best tiling of one layer (Algorithm 1, lines 7-19, with Algorithm 3 exhaustive).
@@ -155,7 +155,7 @@ __all__ = [
     "layer_space",
     "layer_work",
     "pick",
-    "search_layer",
+    "search_tso_layer",
     "search_tso",
     "tso_layer_space",
 ]

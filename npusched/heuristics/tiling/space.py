@@ -272,7 +272,8 @@ def layer_space(layer: Layer, in_shape: Shape, arch: Arch, *args: Any, **kwargs:
     -------
     TileSpace
         Candidates in TSO's order; ``argmin(time_us)`` (first) is
-        :func:`~npusched.heuristics.tiling.search.search_layer`'s choice when it has no fallback.
+        :func:`~npusched.heuristics.tiling.search.search_tso_layer`'s choice when it has no
+        fallback.
     """
     return tso_layer_space(TsoLayer.from_layer(layer, in_shape, arch, *args, **kwargs))
 

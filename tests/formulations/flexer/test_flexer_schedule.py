@@ -6,8 +6,9 @@ import pytest
 
 from npusched.formulations.flexer.schedule import schedule_exact
 from npusched.heuristics.flexer.ooo import ooo_schedule, static_schedule
-from npusched.heuristics.flexer.search import Settings, lat_bound
+from npusched.heuristics.flexer.search import lat_bound
 from npusched.partition.flexer import tiled_conv
+from npusched.problem.flexer.settings import Settings
 from npusched.solvers.result import Status
 from npusched.verify.flexer import verify_flexer
 from npusched.workload.layers import INPUT, Layer

@@ -19,7 +19,12 @@ from npusched.formulations.tiling.exact import (
     solve_layer_exact,
     solve_layer_mip,
 )
-from npusched.heuristics.tiling.search import combo_bests, conv_layers, layer_space, search_layer
+from npusched.heuristics.tiling.search import (
+    combo_bests,
+    conv_layers,
+    layer_space,
+    search_tso_layer,
+)
 from npusched.problem.tiling import (
     TLE_SLICINGS,
     TLT_SCHEDULES,
@@ -54,7 +59,7 @@ SMALL = [
 
 
 def _enum_cycles(layer, shape, model="burst") -> int:
-    return round(search_layer(layer, shape, ARCH, model).objective_us * MHZ)
+    return round(search_tso_layer(layer, shape, ARCH, model).objective_us * MHZ)
 
 
 def _checked(layer, shape, r, model="burst", tso_space=True):
@@ -132,7 +137,7 @@ def test_noburst_objective_equals_evaluate():
 
 def _check_against_enumeration(layer, shape) -> None:
     """Every pair solved cold (no hint, no cutoff): each pair's CP-SAT optimum equals the
-    enumeration's best of that pair (combo_bests), the layer optimum equals search_layer's, and
+    enumeration's best of that pair (combo_bests), the layer optimum equals search_tso_layer's, and
     the decoded tiles re-evaluate to it."""
     ex = solve_layer_cpsat(layer, shape, ARCH, warm=None, use_cutoff=False, time_limit=20.0)
     bests = {(b.tle, b.tlt): b.burst for b in combo_bests(layer, shape, ARCH)}
@@ -179,7 +184,7 @@ def test_resnet50_warm_proves_enumeration(layer, shape):
     its pair's model and proves every pair, its own included, has nothing cheaper; with "hint"
     the warm pair is solved hinted, without cutoff, to its optimum. The public entry point
     reports the same."""
-    lc = search_layer(layer, shape, ARCH)
+    lc = search_tso_layer(layer, shape, ARCH)
     enum = round(lc.objective_us * MHZ)
     ex = solve_layer_cpsat(layer, shape, ARCH, warm=lc, time_limit=20.0)
     assert ex.status == Status.OPTIMAL
@@ -317,7 +322,7 @@ def test_infeasible_layer():
     layer = Layer("huge", "conv", (INPUT,), 4, (1, 5000))
     shape = (1, 1, 9000)
     with pytest.raises(ValueError):
-        search_layer(layer, shape, ARCH)
+        search_tso_layer(layer, shape, ARCH)
     ex = solve_layer_cpsat(layer, shape, ARCH)
     assert ex.status == Status.INFEASIBLE
     assert ex.objective is None and ex.solution is None

@@ -16,17 +16,9 @@ from npusched.cli.main import main
 from npusched.costmodel import compute_cycles
 from npusched.heuristics.flexer import ooo as flexer
 from npusched.heuristics.flexer.memory import FREE, Buffer
-from npusched.heuristics.flexer.ooo import (
-    DATAFLOWS,
-    MEM_POLICIES,
-    PRIORITIES,
-    NoFit,
-    ooo_schedule,
-    static_schedule,
-)
+from npusched.heuristics.flexer.ooo import DATAFLOWS, NoFit, ooo_schedule, static_schedule
 from npusched.heuristics.flexer.search import (
     STATIC_DATAFLOWS,
-    Settings,
     lat_bound,
     layer_problem,
     metric_bound,
@@ -38,6 +30,7 @@ from npusched.heuristics.flexer.search import (
 from npusched.partition.flexer import tiled_conv
 from npusched.partition.schemes import loop_order_rank
 from npusched.problem.flexer.layer import IN, OT, WT, TiledConv, supports
+from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES, Settings
 from npusched.solvers.result import Status
 from npusched.verify.flexer import verify_flexer
 from npusched.workload.layers import INPUT, Layer

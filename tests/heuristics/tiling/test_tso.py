@@ -23,7 +23,7 @@ from npusched.cli import main as cli_main
 from npusched.cli import tile as tile_cli
 from npusched.common.errors import InputError
 from npusched.costmodel import calc_data_transfer, tile_burst_count
-from npusched.heuristics.tiling.search import layer_space, search_layer
+from npusched.heuristics.tiling.search import layer_space, search_tso_layer
 from npusched.problem.tiling import (
     TLE_SLICINGS,
     TLT_SCHEDULES,
@@ -280,9 +280,9 @@ def test_vectorised_search_equals_brute_force(ly, bufs, burst, model):
     assert got == sorted(feasible)  # same candidates, same times, to the last bit
     if best is None:
         with pytest.raises(ValueError, match="no tiling"):
-            search_layer(layer, shape, arch, model)
+            search_tso_layer(layer, shape, arch, model)
         return
-    ch = search_layer(layer, shape, arch, model)
+    ch = search_tso_layer(layer, shape, arch, model)
     assert (ch.tle, ch.tlt, ch.T_R, ch.T_C, ch.T_N, ch.T_M) == best[:6]
     assert ch.objective_us == best[-1]
     assert feasible[space.best()] == best
@@ -310,9 +310,9 @@ def real_layer(net_name: str, layer_name: str):
 @pytest.mark.parametrize(("net_name", "layer_name"), REAL)
 def test_fixing_tle_or_tlt_never_beats_the_free_search(net_name, layer_name):
     layer, shape = real_layer(net_name, layer_name)
-    free = search_layer(layer, shape, NMP)
-    by_tle = {p: search_layer(layer, shape, NMP, fix_tle=p) for p in TLE_SLICINGS}
-    by_tlt = {q: search_layer(layer, shape, NMP, fix_tlt=q) for q in TLT_SCHEDULES}
+    free = search_tso_layer(layer, shape, NMP)
+    by_tle = {p: search_tso_layer(layer, shape, NMP, fix_tle=p) for p in TLE_SLICINGS}
+    by_tlt = {q: search_tso_layer(layer, shape, NMP, fix_tlt=q) for q in TLT_SCHEDULES}
     for c in [*by_tle.values(), *by_tlt.values()]:
         assert c.time_us >= free.time_us
     # Algorithm 1 is the minimum over the fixed strategies
@@ -332,7 +332,10 @@ def test_burst_aware_tiles_are_never_slower(net_name, layer_name):
     volume = layer_space(layer, shape, NMP, "noburst")
     assert np.array_equal(burst.burst_us, volume.burst_us)
     assert np.all(volume.time_us <= burst.time_us)
-    b, nb = search_layer(layer, shape, NMP, "burst"), search_layer(layer, shape, NMP, "noburst")
+    b, nb = (
+        search_tso_layer(layer, shape, NMP, "burst"),
+        search_tso_layer(layer, shape, NMP, "noburst"),
+    )
     assert b.time_us <= nb.time_us
     assert nb.objective_us <= b.objective_us  # volume optimum <= burst optimum
     assert b.time_us == burst.burst_us.min()
