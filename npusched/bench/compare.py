@@ -138,7 +138,7 @@ def compare(
                     "instance": jobs[k].path,
                     "cores": jobs[k].cores,
                     "method": jobs[k].method,
-                    "backend": jobs[k].backend,
+                    "backend": jobs[k].backend or _default_backend(jobs[k].method),
                     "status": "error",
                     "message": f"{type(err).__name__}: {err}",
                 }
@@ -148,6 +148,13 @@ def compare(
         if own:
             executor.shutdown()
     return [r for r in rows if r is not None]
+
+
+def _default_backend(method: str) -> str | None:
+    """The backend ``solve`` would pick for ``method`` (what a failed job's row shows)."""
+    from npusched.methods import METHODS
+
+    return METHODS[method].backends[0] if method in METHODS else None
 
 
 def _fmt(v: Any) -> Any:
@@ -177,7 +184,8 @@ def summarize(rows: list[dict[str, Any]]) -> str:
     from tabulate import tabulate
 
     out = []
-    for key in sorted({(r["method"], r["backend"]) for r in rows}):
+    keys = {(r["method"], r["backend"]) for r in rows}
+    for key in sorted(keys, key=lambda k: (k[0], k[1] or "")):  # failed jobs have no backend
         rs = [r for r in rows if (r["method"], r["backend"]) == key]
         opt = [r for r in rs if r["status"] == "optimal"]
         with_ref = [r for r in rs if isinstance(r.get("reference"), int)]

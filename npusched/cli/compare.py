@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +47,16 @@ def run(args: argparse.Namespace) -> int:
     ]
     jobs = list(dict.fromkeys(jobs))  # JSON instances ignore --cores: drop duplicates
     rows = compare(jobs, workers=args.workers, progress=not args.quiet)
+    if args.csv:  # first, so that what finished is kept whatever follows
+        write_csv(rows, args.csv)
     if not args.quiet or not args.csv:
         print(table(rows))
     print()
     print(summarize(rows))
-    if args.csv:
-        write_csv(rows, args.csv)
-    return 0
+    failed = [r for r in rows if r["status"] == "error" and r.get("message")]
+    for r in failed:
+        print(f"npusched: error: {r['instance']} ({r['method']}): {r['message']}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def add_parser(sub: Any) -> None:

@@ -137,6 +137,26 @@ def test_compare_table_and_csv(tmp_path, diamond_json):
     assert "proven optimal" in proc.stdout
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_compare_keeps_the_good_rows_when_one_file_is_bad(tmp_path, diamond_json, workers):
+    """A bad file fails its own rows (with the reason, across the process pool too); the good
+    rows are computed, tabulated and written, and the exit code says something failed."""
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "x"}')
+    csv_path = tmp_path / "rows.csv"
+    proc = run("compare", diamond_json, bad, "--methods", "list,cpsat", "--csv", csv_path,
+               "--workers", workers, "--quiet")  # fmt: skip
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    rows = list(csv.DictReader(csv_path.open()))
+    assert [(r["status"] != "error", r["method"]) for r in rows] == [
+        (True, "list"), (True, "cpsat"), (False, "list"), (False, "cpsat"),
+    ]  # fmt: skip
+    assert all("InputError" in r["message"] and str(bad) in r["message"] for r in rows[2:])
+    assert f"npusched: error: {bad} (list): InputError" in proc.stderr
+    assert "list/none" in proc.stdout and "cpsat/cpsat" in proc.stdout
+
+
 @needs_shared
 def test_convert_stg_keeps_ids_and_reference(tmp_path):
     src = SHARED / "stg" / "50" / "rand0000.stg"
