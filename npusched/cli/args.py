@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 
@@ -16,11 +17,19 @@ def positive_int(text: str) -> int:
     return v
 
 
-def positive_float(text: str) -> float:
+def finite_float(text: str) -> float:
+    """A real number; NaN and ±infinity are refused (JSON has no such values)."""
     try:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    v = finite_float(text)
     if not v > 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {text}")
     return v
