@@ -1,9 +1,10 @@
 """μop scheduling methods (Klotski Problem 2, eq. 15-19; Stream's routed transfers): ``list``,
-``timeindexed``, ``cpsat``, ``twostage``, ``joint``, ``zigzag``.
+``etf``, ``timeindexed``, ``cpsat``, ``twostage``, ``joint``, ``zigzag``.
 
 Every method but the heuristics starts from a warm start: the list schedule with the method's
 ``priority`` unless one is given (its makespan is the horizon of the ASAP/ALAP windows, as
-Klotski's Theorem 1 uses it).
+Klotski's Theorem 1 uses it), chosen as ``list`` chooses: with NoC delays earliest-task-first
+up to ``ETF_LIMIT`` μops, the priority list above.
 """
 
 from __future__ import annotations
@@ -19,7 +20,11 @@ from npusched.formulations.scheduling.intervals import IntervalModel
 from npusched.formulations.scheduling.joint import JointModel
 from npusched.formulations.scheduling.routed import RoutedModel
 from npusched.formulations.scheduling.timeindexed import TimeIndexedModel
-from npusched.heuristics.scheduling.list_scheduling import Priority, list_schedule
+from npusched.heuristics.scheduling.list_scheduling import (
+    Priority,
+    etf_schedule,
+    list_schedule,
+)
 from npusched.heuristics.scheduling.mesh_baselines import retime, zigzag_schedule
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.methods.linear import linear_result, run_model
@@ -37,7 +42,14 @@ SCHEDULING = (SchedulingInstance, RoutedInstance)
 
 @dataclass(frozen=True)
 class ListParams:
-    """``list``: the priority of Graham's list (b-level, ASAP, ALAP or a user order)."""
+    """``list`` and ``etf``: the list's priority (b-level, ASAP, ALAP, ``rank`` or a user order).
+
+    ``list`` runs Graham's list without NoC delays; with delays earliest-task-first up to
+    ``ETF_LIMIT`` μops (so small instances keep their published schedules and warm starts) and
+    the near-linear priority list above (there ``blevel`` is HEFT's upward rank with mean
+    transfer costs); see :func:`~npusched.heuristics.scheduling.list_scheduling.list_schedule`.
+    ``etf`` always runs earliest-task-first (quadratic: for comparisons and small instances).
+    """
 
     priority: Priority = "blevel"
 
@@ -165,6 +177,12 @@ def _run_list(instance: Any, backend: str, params: ListParams, ctx: Context) -> 
     else:
         sched = list_schedule(instance, params.priority)
     result = heuristic_result("list", instance, sched)
+    result.stats["priority"] = str(params.priority)
+    return result
+
+
+def _run_etf(instance: Any, backend: str, params: ListParams, ctx: Context) -> Result:
+    result = heuristic_result("etf", instance, etf_schedule(instance, params.priority))
     result.stats["priority"] = str(params.priority)
     return result
 
@@ -404,10 +422,23 @@ register(
         SCHEDULING,
         ("none",),
         _run_list,
-        "list scheduling (b-level priority; earliest-task-first with NoC delays; transfers "
-        "booked on links for routed instances)",
+        "list scheduling (b-level priority; with NoC delays earliest-task-first on small "
+        "instances, a HEFT-like priority list on large ones; transfers booked on links for "
+        "routed instances)",
         params=ListParams,
         applies=_applies(comm_delays=True, routing=True),
+        prepare=_check_given,
+    )
+)
+register(
+    Method(
+        "etf",
+        (SchedulingInstance,),
+        ("none",),
+        _run_etf,
+        "earliest-task-first list scheduling with NoC delays (Hwang et al. 1989; quadratic)",
+        params=ListParams,
+        applies=_applies(comm_delays=True),
         prepare=_check_given,
     )
 )
