@@ -36,6 +36,25 @@ def run_stream(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_mspcd(args: argparse.Namespace) -> int:
+    from npusched.io import read_mspcd, write_instance
+
+    inst = read_mspcd(args.file, args.procs)
+    write_instance(inst, args.output)
+    acc = inst.accelerator
+    net = (
+        f"{acc.mesh[0]}x{acc.mesh[1]} mesh"
+        if acc.mesh
+        else f"{acc.hypercube}-dimensional hypercube"
+    )
+    print(
+        f"wrote {args.output}: {inst.n} tasks, {inst.graph.num_edges} edges, {inst.m} processors "
+        f"on a {net}, delays c x hops"
+        + (f", reference optimum {inst.reference.optimum}" if inst.reference.optimum else "")
+    )
+    return 0
+
+
 def contended(inst, contention: bool):
     """The instance itself, or with ``--contention`` its routed form (transfers hold the links
     of their XY route, one at a time per link)."""
@@ -99,6 +118,15 @@ def add_parser(sub: Any) -> None:
     qap.add_argument("file")
     qap.add_argument("-o", "--output", required=True)
     qap.set_defaults(func=run_qaplib)
+    td = csub.add_parser("mspcd", help="Davidović–Crainic MSPCD .td graph (delays c x hops)")
+    td.add_argument("file")
+    td.add_argument(
+        "--procs",
+        type=positive_int,
+        help="processors (2, 4, 8, 16: hypercube; 6, 9, 12: mesh); default from the file name",
+    )
+    td.add_argument("-o", "--output", required=True)
+    td.set_defaults(func=run_mspcd)
     stream = csub.add_parser("stream", help="Stream framework export (stream_instance/v1)")
     stream.add_argument("file")
     flag(stream, "--free-allocation", FREE)

@@ -5,6 +5,7 @@ from pathlib import Path
 from npusched.common.errors import InputError
 from npusched.common.jsonio import read_json
 from npusched.io.instance_json import instance_from_dict, read_instance, schema, write_instance
+from npusched.io.mspcd import read_mspcd
 from npusched.io.placement_json import (
     placement_from_dict,
     placement_schema,
@@ -22,7 +23,8 @@ from npusched.problem.scheduling.routed import RoutedInstance
 def load_instance(
     path: str | Path, cores: int | None = None, free_allocation: bool = False
 ) -> SchedulingInstance | PlacementInstance | RoutedInstance:
-    """Read an instance by its suffix and format: ``.stg`` (needs ``cores``), QAPLIB ``.dat``, or
+    """Read an instance by its suffix and format: ``.stg`` (needs ``cores``), QAPLIB ``.dat``,
+    MSPCD ``.td`` (``cores`` overrides the file name's processor count), or
     ``.json`` (``npusched/instance/v1``, ``npusched/placement/v1`` or a Stream export
     ``stream_instance/v1``, with Stream's allocation unless ``free_allocation``)."""
     path = Path(path)
@@ -32,6 +34,8 @@ def load_instance(
         return read_stg(path, cores)
     if path.suffix == ".dat":
         return read_qaplib(path)
+    if path.suffix == ".td":
+        return read_mspcd(path, cores)
     data = read_json(path)
     if isinstance(data, dict) and data.get("format") == "npusched/placement/v1":
         return placement_from_dict(data, str(path))
@@ -47,6 +51,7 @@ __all__ = [
     "load_instance",
     "placement_schema",
     "read_instance",
+    "read_mspcd",
     "read_qaplib",
     "read_solution",
     "read_stg",

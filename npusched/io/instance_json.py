@@ -50,6 +50,10 @@ def instance_to_dict(inst: SchedulingInstance | RoutedInstance) -> dict[str, Any
             out["mesh"]["hop_latency"] = acc.hop_latency
         if acc.link_bandwidth is not None:
             out["mesh"]["link_bandwidth"] = acc.link_bandwidth
+    if acc.hypercube is not None:
+        out["hypercube"] = {"dim": acc.hypercube}
+    if acc.delay_model != "bandwidth":
+        out["mesh" if acc.mesh is not None else "hypercube"]["delay_model"] = acc.delay_model
     out["uops"] = uops
     out["edges"] = [
         {"src": g.ids[s], "dst": g.ids[t], "bytes": int(b)}
@@ -190,11 +194,14 @@ def instance_from_dict(data: Any, path: str = "<memory>") -> SchedulingInstance 
         table = np.asarray(per_core, dtype=np.int64)
     try:
         mesh_data = data.get("mesh", {})
+        cube = data.get("hypercube", {})
         acc = Accelerator(
             tuple(cores),
             mesh,
             mesh_data.get("hop_latency", 0),
             mesh_data.get("link_bandwidth"),
+            cube.get("dim"),
+            mesh_data.get("delay_model", cube.get("delay_model", "bandwidth")),
         )
         graph = UopGraph(
             np.array([u["latency"] for u in data["uops"]]),

@@ -95,8 +95,10 @@ def _applies(
     mesh: bool = False,
     comm_delays: bool = False,
     routing: bool = False,
+    network: bool = False,
 ) -> Callable[[Any], str | None]:
-    """``applies`` of a scheduling method from what it needs and what it handles."""
+    """``applies`` of a scheduling method from what it needs (identical cores, a mesh, any
+    network: mesh or hypercube) and what it handles (transfer delays, routed links)."""
 
     def applies(problem: Any) -> str | None:
         if isinstance(problem, RoutedInstance):
@@ -104,11 +106,13 @@ def _applies(
         acc = problem.accelerator
         if (
             (mesh and acc.cells() is None)
+            or (network and acc.topology is None)
             or (acc.has_comm_delays and not comm_delays)
             or (identical_cores and not problem.identical_cores)
         ):
             needs = ["identical cores"] if identical_cores else []
             needs += ["cores on a mesh"] if mesh else []
+            needs += ["cores on a mesh or hypercube"] if network else []
             needs += [] if comm_delays else ["no NoC transfer delays"]
             return f"it needs {' and '.join(needs)}"
         return None
@@ -451,7 +455,7 @@ register(
         "joint schedule + mapping + NoC delays, Klotski eq. 15 (T + beta C, or lexicographic); "
         "on routed instances transfers on links with NoOverlap per link",
         params=JointParams,
-        applies=_applies(mesh=True, comm_delays=True, routing=True),
+        applies=_applies(network=True, comm_delays=True, routing=True),
         prepare=_warm_start,
         default_for=(RoutedInstance,),
     )

@@ -14,7 +14,6 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from npusched.problem.scheduling.instance import SchedulingInstance
-from npusched.problem.scheduling.noc import Mesh
 from npusched.problem.scheduling.schedule import Schedule
 
 
@@ -46,13 +45,12 @@ class JointModel:
         warm_cost: int = 0,
     ) -> None:
         acc = instance.accelerator
-        if acc.cells() is None:
-            raise ValueError("the joint model needs cores on a mesh")
+        if acc.topology is None:
+            raise ValueError("the joint model needs cores on a mesh or a hypercube")
         self.instance, self.beta, self.weighted = instance, beta, weighted
         self.horizon = horizon + (int(beta * warm_cost) if beta else 0)
         self.model = cp_model.CpModel()
-        xy = np.array([c.coord for c in acc.cores], dtype=np.int64)
-        self.r, self.c = xy[:, 0], xy[:, 1]
+        self.xy = acc.coords()  # (m, D): (row, col) on a mesh, the bits on a hypercube
         for add in (
             self._intervals,
             self._resources,
@@ -95,45 +93,54 @@ class JointModel:
             self.model.add_no_overlap(intervals)
 
     def _coordinates(self) -> None:
-        """Separable coordinates (instead of eq. 10–11, 20–28).
+        """Separable coordinates (instead of eq. 10–11, 20–28), one per axis ``a`` of the
+        network (row and column on a mesh, each bit on a hypercube).
 
-        .. math:: R_i = \\sum_k r_k y_{ik}, \\qquad C_i = \\sum_k c_k y_{ik}
+        .. math:: X_{ia} = \\sum_k x_{ka} y_{ik}
         """
         md, m = self.model, self.instance.m
-        self.R = [md.new_int_var(0, int(self.r.max()), f"R{i}") for i in range(self.instance.n)]
-        self.C = [md.new_int_var(0, int(self.c.max()), f"C{i}") for i in range(self.instance.n)]
+        top = self.xy.max(axis=0)
+        self.X = [
+            [md.new_int_var(0, int(top[a]), f"X{i},{a}") for a in range(self.xy.shape[1])]
+            for i in range(self.instance.n)
+        ]
         for i, ys in enumerate(self.y):
-            md.add(self.R[i] == sum(int(self.r[k]) * ys[k] for k in range(m)))
-            md.add(self.C[i] == sum(int(self.c[k]) * ys[k] for k in range(m)))
+            for a, x in enumerate(self.X[i]):
+                md.add(x == sum(int(self.xy[k, a]) * ys[k] for k in range(m)))
 
     def _transfers(self) -> None:
-        """Hops of each edge (eq. 9) and precedence with the transfer delay.
+        """Hops of each edge (eq. 9: the L1 distance of the coordinates) and precedence with the
+        transfer delay.
 
         .. math::
-            h_e = |R_p - R_q| + |C_p - C_q|, \\qquad
+            h_e = \\sum_a |X_{pa} - X_{qa}|, \\qquad
             \\delta_e \\in \\{0, 1\\},\\; \\delta_e \\le h_e \\le h_{\\max}\\, \\delta_e, \\\\
-            s_q \\ge e_p + \\lambda\\, h_e + \\lceil b_e / B \\rceil\\, \\delta_e
+            s_q \\ge e_p + \\lambda_e\\, h_e + \\phi_e\\, \\delta_e
             \\quad \\forall e = (u_p \\prec u_q)
 
-        with hop latency ``λ``, link bandwidth ``B`` and edge bytes ``b_e``; ``δ_e`` says whether
-        the edge leaves its core (eq. 12's distinct mapping follows from NoOverlap).
+        with the delay model's per-hop and fixed terms ``(λ_e, φ_e)`` of
+        :meth:`~npusched.problem.Accelerator.delay_terms`: ``(hop latency, ⌈b_e / B⌉)`` under
+        ``"bandwidth"``, ``(c_e, 0)`` under ``"per_hop"``. ``δ_e`` says whether the edge leaves its
+        core (eq. 12's distinct mapping follows from NoOverlap).
         """
         inst, md = self.instance, self.model
         acc, g = inst.accelerator, inst.graph
-        hmax = int(self.r.max() + self.c.max())
-        serial = acc.transfer_cycles(g.bytes)
+        top = self.xy.max(axis=0)
+        hmax = int(top.sum())
+        per_hop, fixed = acc.delay_terms(g.bytes)
         self.hops = []
         for e, (p, q) in enumerate(zip(g.src.tolist(), g.dst.tolist(), strict=True)):
-            dr = md.new_int_var(0, int(self.r.max()), f"dr{e}")
-            dc = md.new_int_var(0, int(self.c.max()), f"dc{e}")
-            md.add_abs_equality(dr, self.R[p] - self.R[q])
-            md.add_abs_equality(dc, self.C[p] - self.C[q])
+            diffs = []
+            for a in range(self.xy.shape[1]):
+                d = md.new_int_var(0, int(top[a]), f"d{e},{a}")
+                md.add_abs_equality(d, self.X[p][a] - self.X[q][a])
+                diffs.append(d)
             h = md.new_int_var(0, hmax, f"h{e}")
-            md.add(h == dr + dc)
+            md.add(h == sum(diffs))
             leaves = md.new_bool_var(f"leaves{e}")
             md.add(h >= leaves)
             md.add(h <= hmax * leaves)
-            md.add(self.start[q] >= self.end[p] + acc.hop_latency * h + int(serial[e]) * leaves)
+            md.add(self.start[q] >= self.end[p] + int(per_hop[e]) * h + int(fixed[e]) * leaves)
             self.hops.append(h)
 
     def _makespan(self) -> None:
@@ -154,13 +161,14 @@ class JointModel:
         md.add(inst.m * self.tmax >= sum(work))
 
     def _symmetry(self) -> None:
-        """Mesh symmetry (identical cores only): the first μop in topological order sits on the
-        smallest core of its orbit under the mesh symmetries that keep the set of cores."""
+        """Network symmetry (identical cores only): the first μop in topological order sits on
+        the smallest core of its orbit under the network's symmetries that keep the set of cores
+        (:meth:`~npusched.problem.Accelerator.symmetries`: mesh flips and rotations, hypercube
+        bit permutations and flips)."""
         inst = self.instance
         if not inst.identical_cores:
             return
-        acc = inst.accelerator
-        sym = Mesh(*(acc.mesh or (1, 1))).symmetries(np.asarray(acc.cells()))
+        sym = inst.accelerator.symmetries()
         first = int(inst.graph.topo[0])
         for k in range(inst.m):
             if min(int(g[k]) for g in sym) != k:

@@ -1,7 +1,9 @@
-"""Cores of a multi-core accelerator.
+"""Cores of a multi-core accelerator, their network and its transfer-delay model.
 
-The spine needs only core ids and relative speeds; mesh coordinates are carried for the NoC mapping
-models that build on it.
+The spine needs only core ids and relative speeds. A network places the cores at integer
+coordinates whose L1 distance is the hop count: a ``rows × cols`` mesh (coordinates
+``(row, col)``) or a hypercube of dimension ``d`` (node ``k`` at the ``d`` bits of ``k``, so hops
+are the differing bits, as in the Davidović–Crainic MSPCD benchmark).
 """
 
 from __future__ import annotations
@@ -11,6 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from npusched.arch.model import Arch
+from npusched.problem.scheduling.noc import Mesh, hypercube_symmetries
+
+DELAY_MODELS = ("bandwidth", "per_hop")
+"""Named transfer-delay models (:meth:`Accelerator.delay_terms`)."""
+MAX_HYPERCUBE_DIM = 16
 
 
 @dataclass(frozen=True)
@@ -27,13 +34,13 @@ class Core:
         Relative speed: a μop of base latency ``l`` takes ``ceil(l / speed)`` cycles here unless the
         instance gives an explicit per-core latency table.
     coord
-        ``(row, col)`` position on a mesh, or ``None``.
+        ``(row, col)`` position on a mesh, the bits of the node on a hypercube, or ``None``.
     """
 
     id: int
     name: str = ""
     speed: float = 1.0
-    coord: tuple[int, int] | None = None
+    coord: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.speed <= 0:
@@ -42,18 +49,24 @@ class Core:
 
 @dataclass(frozen=True)
 class Accelerator:
-    """A set of cores, optionally laid out on a ``rows × cols`` mesh.
+    """A set of cores, optionally on a ``rows × cols`` mesh or a ``hypercube`` of some dimension.
 
-    On a mesh, data sent between different cores takes
-    ``hops · hop_latency + ⌈bytes / link_bandwidth⌉`` cycles (:meth:`comm_delay`); with the
-    defaults (``hop_latency = 0``, no bandwidth limit) transfers are free and only the NoC cost
-    (hops) matters.
+    Data sent between different cores ``hops`` apart is delayed by :meth:`comm_delay`, under one
+    of two named delay models (:data:`DELAY_MODELS`):
+
+    - ``"bandwidth"`` (default; meshes only): ``hops · hop_latency + ⌈bytes / link_bandwidth⌉``;
+      with ``hop_latency = 0`` and no bandwidth limit transfers are free and only the NoC cost
+      (hops) matters;
+    - ``"per_hop"`` (store and forward, MSPCD): ``c · hops``, where the edge's per-edge amount
+      ``c`` is carried in its ``bytes`` field.
     """
 
     cores: tuple[Core, ...]
     mesh: tuple[int, int] | None = None
     hop_latency: int = 0
     link_bandwidth: float | None = None
+    hypercube: int | None = None
+    delay_model: str = "bandwidth"
     index_of: dict[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -69,11 +82,45 @@ class Accelerator:
                     raise ValueError(
                         f"core {c.id}: coord {c.coord} is not on the {rows}x{cols} mesh"
                     )
+        if self.hypercube is not None:
+            self._check_hypercube(self.hypercube)
         if self.hop_latency < 0 or (self.link_bandwidth is not None and self.link_bandwidth <= 0):
             raise ValueError("hop latency must be >= 0 and link bandwidth > 0")
         if (self.hop_latency or self.link_bandwidth) and self.mesh is None:
             raise ValueError("hop latency and link bandwidth need a mesh")
+        if self.delay_model not in DELAY_MODELS:
+            raise ValueError(
+                f"unknown delay model {self.delay_model!r}; choose from {DELAY_MODELS}"
+            )
+        if self.delay_model == "per_hop" and (
+            self.topology is None or self.hop_latency or self.link_bandwidth is not None
+        ):
+            raise ValueError("the per_hop delay model needs a mesh or hypercube and no bandwidth")
         object.__setattr__(self, "index_of", {cid: k for k, cid in enumerate(ids)})
+
+    def _check_hypercube(self, dim: int) -> None:
+        if self.mesh is not None:
+            raise ValueError("an accelerator has a mesh or a hypercube, not both")
+        if not 1 <= dim <= MAX_HYPERCUBE_DIM:
+            raise ValueError(f"hypercube dimension must be 1..{MAX_HYPERCUBE_DIM}, got {dim}")
+        for c in self.cores:
+            if c.coord is None or len(c.coord) != dim or any(b not in (0, 1) for b in c.coord):
+                raise ValueError(f"core {c.id}: coord {c.coord} is not a node of the {dim}-cube")
+
+    @property
+    def topology(self) -> str | None:
+        """``"mesh"``, ``"hypercube"`` or ``None`` (cores without a network)."""
+        return "mesh" if self.mesh is not None else "hypercube" if self.hypercube else None
+
+    @classmethod
+    def hypercube_nodes(cls, dim: int, delay_model: str = "per_hop") -> Accelerator:
+        """The ``2**dim`` identical cores of a hypercube; core ``k`` is node ``k`` (its
+        coordinates are the bits of ``k``, least significant first)."""
+        cores = tuple(
+            Core(k, f"core{k}", coord=tuple((k >> j) & 1 for j in range(dim)))
+            for k in range(2**dim)
+        )
+        return cls(cores, hypercube=dim, delay_model=delay_model)
 
     @classmethod
     def identical(cls, m: int) -> Accelerator:
@@ -84,19 +131,31 @@ class Accelerator:
 
     @classmethod
     def mesh_grid(
-        cls, rows: int, cols: int, hop_latency: int = 0, link_bandwidth: float | None = None
+        cls,
+        rows: int,
+        cols: int,
+        hop_latency: int = 0,
+        link_bandwidth: float | None = None,
+        delay_model: str = "bandwidth",
     ) -> Accelerator:
         """``rows × cols`` identical cores on a mesh; core ``k`` at ``(k // cols, k % cols)``."""
         cores = tuple(Core(k, f"core{k}", coord=divmod(k, cols)) for k in range(rows * cols))
-        return cls(cores, (rows, cols), hop_latency, link_bandwidth)
+        return cls(cores, (rows, cols), hop_latency, link_bandwidth, delay_model=delay_model)
 
     @property
     def has_comm_delays(self) -> bool:
-        return self.hop_latency > 0 or self.link_bandwidth is not None
+        return (
+            self.delay_model == "per_hop" or self.hop_latency > 0 or self.link_bandwidth is not None
+        )
+
+    def coords(self) -> np.ndarray:
+        """``(m, D)`` core coordinates: ``(row, col)`` on a mesh, the ``D`` bits on a hypercube."""
+        return np.array([c.coord for c in self.cores], dtype=np.int64)
 
     def hops(self) -> np.ndarray:
-        """``(m, m)`` Manhattan hops between cores (requires coordinates)."""
-        xy = np.array([c.coord for c in self.cores], dtype=np.int64)
+        """``(m, m)`` hops between cores: the L1 distance of their coordinates (Manhattan on a
+        mesh, differing bits on a hypercube; requires coordinates)."""
+        xy = self.coords()
         return np.abs(xy[:, None, :] - xy[None, :, :]).sum(axis=2)
 
     def transfer_cycles(self, nbytes: np.ndarray) -> np.ndarray:
@@ -105,11 +164,33 @@ class Accelerator:
             return np.zeros_like(nbytes)
         return np.ceil(np.asarray(nbytes) / self.link_bandwidth - 1e-9).astype(np.int64)
 
+    def delay_terms(self, nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The delay of a transfer of ``nbytes`` between different cores, ``per_hop · hops +
+        fixed``, as its two coefficients: ``(hop_latency, ⌈bytes / bandwidth⌉)`` under the
+        ``"bandwidth"`` model, ``(bytes, 0)`` under ``"per_hop"``. The one statement of both
+        delay models: :meth:`comm_delay` and the exact models' linear rows use it."""
+        nbytes = np.asarray(nbytes)
+        if self.delay_model == "per_hop":
+            return nbytes.astype(np.int64), np.zeros(nbytes.shape, dtype=np.int64)
+        per_hop = np.full(nbytes.shape, self.hop_latency, dtype=np.int64)
+        return per_hop, self.transfer_cycles(nbytes)
+
     def comm_delay(self, hops: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
         """Cycles between a producer's end and a consumer's start ``hops`` away (0 on one core)."""
         hops = np.asarray(hops)
-        delay = hops * self.hop_latency + self.transfer_cycles(nbytes)
-        return np.where(hops > 0, delay, 0)
+        per_hop, fixed = self.delay_terms(nbytes)
+        return np.where(hops > 0, hops * per_hop + fixed, 0)
+
+    def symmetries(self) -> list[np.ndarray]:
+        """Permutations of the cores (indices, identity first) that keep every hop count: the
+        mesh's flips and rotations, or the hypercube's bit permutations and flips, restricted to
+        maps of the set of cores onto itself; only the identity without a network."""
+        if self.mesh is not None:
+            return Mesh(*self.mesh).symmetries(np.asarray(self.cells()))
+        if self.hypercube is not None:
+            nodes = (self.coords() << np.arange(self.hypercube)).sum(axis=1)
+            return hypercube_symmetries(nodes, self.hypercube)
+        return [np.arange(self.m)]
 
     def cells(self) -> list[int] | None:
         """Mesh cell (row-major index) of each core, or ``None`` without a mesh."""

@@ -1,7 +1,9 @@
-"""Mesh network-on-chip: core coordinates, Manhattan hops, directed links and XY routes."""
+"""Networks of cores: the mesh (coordinates, Manhattan hops, directed links and XY routes, its
+symmetries) and the hypercube's symmetries."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -112,3 +114,21 @@ class Mesh:
             if -1 not in perm and all(perm != list(p) for p in out):
                 out.append(np.array(perm, dtype=np.int64))
         return out
+
+
+def hypercube_symmetries(nodes: NDArray[np.int64], dim: int) -> list[NDArray[np.int64]]:
+    """Automorphisms of the ``dim``-cube (a permutation of the bit positions, then a flip of some
+    bits: ``2**dim · dim!`` maps) that map the set ``nodes`` onto itself, each as a permutation of
+    indices into ``nodes`` (identity first). Hops (differing bits) are invariant under them."""
+    index = {int(v): k for k, v in enumerate(nodes.tolist())}
+    bits = (nodes[:, None] >> np.arange(dim)) & 1
+    out: list[NDArray[np.int64]] = []
+    seen: set[tuple[int, ...]] = set()
+    for order in itertools.permutations(range(dim)):
+        for flip in range(2**dim):
+            image = (bits[:, list(order)] << np.arange(dim)).sum(axis=1) ^ flip
+            perm = tuple(index.get(int(v), -1) for v in image)
+            if -1 not in perm and perm not in seen:
+                seen.add(perm)
+                out.append(np.array(perm, dtype=np.int64))
+    return out

@@ -63,8 +63,8 @@ def verify(
     exist; each edge ``u → v`` has ``start[v] ≥ end[u] + delay`` (``delay`` = the NoC transfer
     time between their cores, :meth:`Accelerator.comm_delay`); no two μops overlap on one core
     (half-open intervals ``[start, end)``); the makespan is recomputed and compared with
-    ``claimed_makespan`` when given. When the cores sit on a mesh, ``noc_cost`` is Klotski's
-    eq. 14 (Σ over producer→consumer edges of the Manhattan hops between their cores) and
+    ``claimed_makespan`` when given. When the cores sit on a mesh or a hypercube, ``noc_cost``
+    is Klotski's eq. 14 (Σ over producer→consumer edges of the hops between their cores) and
     ``noc_bytes_hops`` the same weighted by the edges' bytes.
     """
     g, n, m = instance.graph, instance.n, instance.m
@@ -108,10 +108,9 @@ def verify(
     if claimed_makespan is not None and abs(claimed_makespan - makespan) > 1e-6:
         bad.append(f"claimed makespan {claimed_makespan} differs from recomputed {makespan}")
     report = VerifyReport(makespan, bad)
-    coords = [c.coord for c in instance.accelerator.cores]
-    if instance.accelerator.mesh is not None and all(c is not None for c in coords):
-        xy = np.asarray(coords, dtype=np.int64)[schedule.core]
-        hops = np.abs(xy[g.src] - xy[g.dst]).sum(axis=1)
+    acc = instance.accelerator
+    if acc.topology is not None:
+        hops = acc.hops()[schedule.core[g.src], schedule.core[g.dst]]
         report.noc_cost = int(hops.sum())
         report.noc_bytes_hops = int((hops * g.bytes).sum())
     return report
