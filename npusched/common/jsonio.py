@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import json
 import os
 import tempfile
@@ -11,16 +13,26 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import numpy as np
 
 from npusched.common.errors import InputError
 
 
+def _is_gzip(path: Path) -> bool:
+    return path.suffix == ".gz"
+
+
 def read_json(path: str | Path) -> Any:
-    """Parse a JSON file; an unreadable file or invalid JSON raises :class:`InputError`."""
+    """Parse a JSON file (``.json.gz``: gzip-compressed, read transparently); an unreadable file
+    or invalid JSON raises :class:`InputError`."""
+    path = Path(path)
     try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise InputError(path, "(file)", err.strerror or str(err)) from None
+        raw = gzip.decompress(path.read_bytes()) if _is_gzip(path) else path.read_bytes()
+        text = raw.decode("utf-8")
+    except OSError as err:  # also gzip.BadGzipFile
+        raise InputError(path, "(file)", getattr(err, "strerror", None) or str(err)) from None
+    except (UnicodeDecodeError, EOFError):
+        raise InputError(path, "(file)", "not UTF-8 text (a binary or truncated file?)") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
@@ -29,19 +41,68 @@ def read_json(path: str | Path) -> Any:
         ) from None
 
 
-def write_json(path: str | Path, data: Any) -> None:
-    """Write ``data`` as JSON through a temporary file renamed into place: never half-written."""
+def write_json(path: str | Path, data: Any, indent: int | None = 1) -> None:
+    """Write ``data`` as JSON through a temporary file renamed into place: never half-written.
+
+    ``.json.gz`` is gzip-compressed. ``indent=None`` writes one line with C-speed encoding, for
+    large documents (Python's encoder is pure Python when it indents). Integer numpy arrays in
+    ``data`` (values of dictionaries) are written as JSON arrays in chunks, without building
+    Python lists of their elements, so that large graphs take little extra memory."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    arrays: list[np.ndarray] = []
+    text = json.dumps(_mark_arrays(data, arrays), indent=indent, allow_nan=False) + "\n"
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-            f.write("\n")
+        with os.fdopen(fd, "wb") as raw:
+            out = (
+                gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=5, mtime=0)
+                if _is_gzip(path)
+                else raw
+            )
+            with out if out is not raw else contextlib.nullcontext():
+                pieces = text.split(_MARK)
+                out.write(pieces[0].encode())
+                for piece in pieces[1:]:
+                    index, rest = piece.split('"', 1)
+                    _write_array(out, arrays[int(index)])
+                    out.write(rest.encode())
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+_MARK = '"\\u0000array:'
+"""How :func:`json.dumps` writes the placeholder string ``"\\x00array:K"`` of array ``K``."""
+
+
+def _mark_arrays(data: Any, arrays: list[np.ndarray]) -> Any:
+    """``data`` with every integer numpy array replaced by a placeholder string (collected)."""
+    if isinstance(data, dict):
+        return {k: _mark_arrays(v, arrays) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_mark_arrays(v, arrays) for v in data]
+    if isinstance(data, np.ndarray):
+        if data.dtype.kind not in "iu":
+            return data.tolist()
+        arrays.append(data)
+        return f"\x00array:{len(arrays) - 1}"
+    return data
+
+
+def _write_array(out: Any, arr: np.ndarray, chunk: int = 1 << 16) -> None:
+    """``arr`` (1-D or 2-D, integers) as a JSON array, ``chunk`` rows at a time."""
+    out.write(b"[")
+    for start in range(0, len(arr), chunk):
+        part = arr[start : start + chunk].tolist()
+        text = (
+            ",".join(map(str, part))
+            if arr.ndim == 1
+            else ",".join("[" + ",".join(map(str, row)) + "]" for row in part)
+        )
+        out.write((b"," if start else b"") + text.encode())
+    out.write(b"]")
 
 
 @cache

@@ -9,6 +9,7 @@ import numpy as np
 
 from npusched.common.errors import InputError
 from npusched.common.jsonio import load_schema, read_json, validate, write_json
+from npusched.io.columnar import COMPACT_ABOVE, graph_columns, graph_from_columns
 from npusched.problem import Accelerator, Core, Reference, SchedulingInstance, UopGraph
 from npusched.problem.scheduling.routed import DramTensor, Link, RoutedInstance, Topology
 
@@ -20,9 +21,16 @@ def schema() -> dict[str, Any]:
     return load_schema("instance.schema.json")
 
 
-def instance_to_dict(inst: SchedulingInstance | RoutedInstance) -> dict[str, Any]:
+def instance_to_dict(
+    inst: SchedulingInstance | RoutedInstance, compact: bool | None = None
+) -> dict[str, Any]:
+    """The instance as a JSON document; ``compact`` chooses the columnar form of the graph
+    (:mod:`npusched.io.columnar`; default: above :data:`COMPACT_ABOVE` μops). Routed instances
+    use the row form."""
     if isinstance(inst, RoutedInstance):
         return _routed_to_dict(inst)
+    if compact is None:
+        compact = inst.n > COMPACT_ABOVE
     g, acc = inst.graph, inst.accelerator
     cores = []
     for c in acc.cores:
@@ -32,8 +40,8 @@ def instance_to_dict(inst: SchedulingInstance | RoutedInstance) -> dict[str, Any
         if c.coord is not None:
             d["coord"] = list(c.coord)
         cores.append(d)
-    uops = []
-    for i, uid in enumerate(g.ids):
+    uops: Any = []
+    for i, uid in enumerate(() if compact else g.ids):
         u: dict[str, Any] = {"id": uid, "latency": int(g.latency[i])}
         if inst.latency_table is not None:
             u["latency_per_core"] = inst.latency_table[i].tolist()
@@ -54,11 +62,14 @@ def instance_to_dict(inst: SchedulingInstance | RoutedInstance) -> dict[str, Any
         out["hypercube"] = {"dim": acc.hypercube}
     if acc.delay_model != "bandwidth":
         out["mesh" if acc.mesh is not None else "hypercube"]["delay_model"] = acc.delay_model
-    out["uops"] = uops
-    out["edges"] = [
-        {"src": g.ids[s], "dst": g.ids[t], "bytes": int(b)}
-        for s, t, b in zip(g.src.tolist(), g.dst.tolist(), g.bytes.tolist(), strict=True)
-    ]
+    if compact:
+        out["uops"], out["edges"] = graph_columns(inst)
+    else:
+        out["uops"] = uops
+        out["edges"] = [
+            {"src": g.ids[s], "dst": g.ids[t], "bytes": int(b)}
+            for s, t, b in zip(g.src.tolist(), g.dst.tolist(), g.bytes.tolist(), strict=True)
+        ]
     ref = {k: v for k, v in vars(inst.reference).items() if v not in (None, "")}
     if ref:
         out["reference"] = ref
@@ -149,24 +160,8 @@ def _routed_from_dict(data: dict[str, Any], base: SchedulingInstance, path: str)
         raise InputError(path, "topology", str(err)) from None
 
 
-def instance_from_dict(data: Any, path: str = "<memory>") -> SchedulingInstance | RoutedInstance:
-    """Validate ``data`` against the schema, then build the instance (a routed one when it has a
-    ``topology``); errors name the field."""
-    validate(data, "instance.schema.json", path)
-    ids = [u["id"] for u in data["uops"]]
-    index: dict[Any, int] = {}
-    for k, uid in enumerate(ids):
-        if uid in index:
-            raise InputError(path, f"uops/{k}/id", f"duplicate μop id {uid!r}")
-        index[uid] = k
-    src, dst, byt = [], [], []
-    for k, e in enumerate(data["edges"]):
-        for end in ("src", "dst"):
-            if e[end] not in index:
-                raise InputError(path, f"edges/{k}/{end}", f"no μop has id {e[end]!r}")
-        src.append(index[e["src"]])
-        dst.append(index[e["dst"]])
-        byt.append(e.get("bytes", 0))
+def _accelerator(data: dict[str, Any], path: str) -> Accelerator:
+    """The cores and their network (mesh or hypercube, delay model) of an instance document."""
     cores = []
     for k, c in enumerate(data["cores"]):
         try:
@@ -181,21 +176,10 @@ def instance_from_dict(data: Any, path: str = "<memory>") -> SchedulingInstance 
         except ValueError as err:
             raise InputError(path, f"cores/{k}", str(err)) from None
     mesh = (data["mesh"]["rows"], data["mesh"]["cols"]) if "mesh" in data else None
-    table = None
-    per_core = [u.get("latency_per_core") for u in data["uops"]]
-    if any(p is not None for p in per_core):
-        for k, p in enumerate(per_core):
-            if p is None or len(p) != len(cores):
-                raise InputError(
-                    path,
-                    f"uops/{k}/latency_per_core",
-                    f"needs one latency per core ({len(cores)}) when any μop has one",
-                )
-        table = np.asarray(per_core, dtype=np.int64)
+    mesh_data = data.get("mesh", {})
+    cube = data.get("hypercube", {})
     try:
-        mesh_data = data.get("mesh", {})
-        cube = data.get("hypercube", {})
-        acc = Accelerator(
+        return Accelerator(
             tuple(cores),
             mesh,
             mesh_data.get("hop_latency", 0),
@@ -203,6 +187,58 @@ def instance_from_dict(data: Any, path: str = "<memory>") -> SchedulingInstance 
             cube.get("dim"),
             mesh_data.get("delay_model", cube.get("delay_model", "bandwidth")),
         )
+    except ValueError as err:
+        raise InputError(path, "cores", str(err)) from None
+
+
+def _columnar_from_dict(data: dict[str, Any], path: str) -> SchedulingInstance:
+    """A columnar instance (:mod:`npusched.io.columnar`): the graph checked with numpy."""
+    if not (isinstance(data["uops"], dict) and isinstance(data["edges"], dict)):
+        raise InputError(path, "edges", "uops and edges must both be rows or both be columns")
+    if any(k in data for k in ("topology", "dram_tensors", "data_unit")):
+        raise InputError(path, "topology", "routed instances use the row form of uops and edges")
+    acc = _accelerator(data, path)
+    graph, table = graph_from_columns(data, path, acc.m)
+    try:
+        ref = Reference(**data.get("reference", {}))
+        return SchedulingInstance(graph, acc, table, data["name"], ref, data.get("source", {}))
+    except ValueError as err:
+        raise InputError(path, "(instance)", str(err)) from None
+
+
+def instance_from_dict(data: Any, path: str = "<memory>") -> SchedulingInstance | RoutedInstance:
+    """Validate ``data`` against the schema, then build the instance (a routed one when it has a
+    ``topology``); errors name the field."""
+    validate(data, "instance.schema.json", path)
+    if isinstance(data["uops"], dict) or isinstance(data["edges"], dict):
+        return _columnar_from_dict(data, path)
+    ids = [u["id"] for u in data["uops"]]
+    index: dict[Any, int] = {}
+    for k, uid in enumerate(ids):
+        if uid in index:
+            raise InputError(path, f"uops/{k}/id", f"duplicate μop id {uid!r}")
+        index[uid] = k
+    src, dst, byt = [], [], []
+    for k, e in enumerate(data["edges"]):
+        for end in ("src", "dst"):
+            if e[end] not in index:
+                raise InputError(path, f"edges/{k}/{end}", f"no μop has id {e[end]!r}")
+        src.append(index[e["src"]])
+        dst.append(index[e["dst"]])
+        byt.append(e.get("bytes", 0))
+    acc = _accelerator(data, path)
+    table = None
+    per_core = [u.get("latency_per_core") for u in data["uops"]]
+    if any(p is not None for p in per_core):
+        for k, p in enumerate(per_core):
+            if p is None or len(p) != acc.m:
+                raise InputError(
+                    path,
+                    f"uops/{k}/latency_per_core",
+                    f"needs one latency per core ({acc.m}) when any μop has one",
+                )
+        table = np.asarray(per_core, dtype=np.int64)
+    try:
         graph = UopGraph(
             np.array([u["latency"] for u in data["uops"]]),
             np.array(src, np.int64),
@@ -229,5 +265,10 @@ def read_instance(path: str | Path) -> SchedulingInstance | RoutedInstance:
     return instance_from_dict(read_json(path), str(path))
 
 
-def write_instance(inst: SchedulingInstance | RoutedInstance, path: str | Path) -> None:
-    write_json(path, instance_to_dict(inst))
+def write_instance(
+    inst: SchedulingInstance | RoutedInstance, path: str | Path, compact: bool | None = None
+) -> None:
+    """Write ``inst`` (``.json`` or ``.json.gz``); a columnar document (``compact``, default
+    above :data:`COMPACT_ABOVE` μops) is written on one line, which is several times faster."""
+    doc = instance_to_dict(inst, compact)
+    write_json(path, doc, indent=None if isinstance(doc["uops"], dict) else 1)

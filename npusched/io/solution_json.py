@@ -11,6 +11,7 @@ import numpy as np
 
 from npusched.common.errors import InputError
 from npusched.common.jsonio import read_json, write_json
+from npusched.io.columnar import COMPACT_ABOVE
 from npusched.problem import Schedule, SchedulingInstance
 from npusched.problem.placement import Placement, PlacementInstance
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
@@ -173,7 +174,11 @@ def write_solution(
     result: Result,
     instance_ref: str,
 ) -> None:
-    write_json(path, solution_to_dict(inst, result, instance_ref))
+    """Write the solution JSON (DESIGN's contract; ``.json.gz`` compressed); a solution of more
+    than :data:`~npusched.io.columnar.COMPACT_ABOVE` μops is written on one line (the same JSON,
+    encoded several times faster)."""
+    big = getattr(inst, "n", 0) > COMPACT_ABOVE
+    write_json(path, solution_to_dict(inst, result, instance_ref), indent=None if big else 1)
 
 
 def read_solution(
