@@ -50,7 +50,7 @@ def write_json(path: str | Path, data: Any, indent: int | None = 1) -> None:
     Python lists of their elements, so that large graphs take little extra memory."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    arrays: list[np.ndarray] = []
+    arrays: list[Any] = []
     text = json.dumps(_mark_arrays(data, arrays), indent=indent, allow_nan=False) + "\n"
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -77,8 +77,45 @@ _MARK = '"\\u0000array:'
 """How :func:`json.dumps` writes the placeholder string ``"\\x00array:K"`` of array ``K``."""
 
 
-def _mark_arrays(data: Any, arrays: list[np.ndarray]) -> Any:
-    """``data`` with every integer numpy array replaced by a placeholder string (collected)."""
+class JsonRows:
+    """A list of JSON objects kept as columns, written row by row in chunks by
+    :func:`write_json` (no Python object per row). Each column is an integer array or a
+    sequence of already JSON-encoded texts (``json.dumps`` of each value)."""
+
+    def __init__(self, columns: dict[str, Any]) -> None:
+        self.columns = columns
+        sizes = {len(v) for v in columns.values()}
+        if len(sizes) > 1:
+            raise ValueError(f"columns differ in length: {sorted(sizes)}")
+        self.n = sizes.pop() if sizes else 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, k: int) -> dict[str, Any]:
+        return {key: _value(col[k]) for key, col in self.columns.items()}
+
+    def texts(self, start: int, stop: int) -> list[str]:
+        """Rows ``start .. stop − 1`` as JSON texts."""
+        keys = [json.dumps(k) for k in self.columns]
+        cols = [
+            map(str, c[start:stop].tolist()) if isinstance(c, np.ndarray) else c[start:stop]
+            for c in self.columns.values()
+        ]
+        return ["{" + ", ".join(f"{k}: {v}" for k, v in zip(keys, row, strict=True)) + "}"
+                for row in zip(*cols, strict=True)]  # fmt: skip
+
+
+def _value(v: Any) -> Any:
+    return json.loads(v) if isinstance(v, str) else int(v)
+
+
+def _mark_arrays(data: Any, arrays: list[Any]) -> Any:
+    """``data`` with every integer numpy array and :class:`JsonRows` replaced by a placeholder
+    string (collected)."""
+    if isinstance(data, JsonRows):
+        arrays.append(data)
+        return f"\x00array:{len(arrays) - 1}"
     if isinstance(data, dict):
         return {k: _mark_arrays(v, arrays) for k, v in data.items()}
     if isinstance(data, list):
@@ -91,10 +128,14 @@ def _mark_arrays(data: Any, arrays: list[np.ndarray]) -> Any:
     return data
 
 
-def _write_array(out: Any, arr: np.ndarray, chunk: int = 1 << 16) -> None:
-    """``arr`` (1-D or 2-D, integers) as a JSON array, ``chunk`` rows at a time."""
+def _write_array(out: Any, arr: np.ndarray | JsonRows, chunk: int = 1 << 16) -> None:
+    """``arr`` (1-D or 2-D integers, or rows) as a JSON array, ``chunk`` rows at a time."""
     out.write(b"[")
     for start in range(0, len(arr), chunk):
+        if isinstance(arr, JsonRows):
+            text = ", ".join(arr.texts(start, start + chunk))
+            out.write((b", " if start else b"") + text.encode())
+            continue
         part = arr[start : start + chunk].tolist()
         text = (
             ",".join(map(str, part))

@@ -4,13 +4,14 @@ op ids = task (facility) index, ``core`` = mesh cell index, ``start = end = 0``,
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from npusched.common.errors import InputError
-from npusched.common.jsonio import read_json, write_json
+from npusched.common.jsonio import JsonRows, read_json, write_json
 from npusched.io.columnar import COMPACT_ABOVE
 from npusched.problem import Schedule, SchedulingInstance
 from npusched.problem.placement import Placement, PlacementInstance
@@ -46,34 +47,54 @@ def _placement_ops(inst: PlacementInstance, placement: Placement) -> list[dict[s
     ]
 
 
-def _transfers(inst: SchedulingInstance, sched: Schedule) -> list[dict[str, Any]]:
+def _id_column(ids: tuple[Any, ...]) -> np.ndarray:
+    """μop ids as an integer array, or (for string ids) as their JSON texts."""
+    if all(isinstance(i, int) for i in ids):
+        return np.asarray(ids, dtype=np.int64)
+    return np.array([json.dumps(i) for i in ids], dtype=object)
+
+
+def _op_rows(
+    inst: SchedulingInstance | RoutedInstance, sched: Schedule | RoutedSchedule
+) -> JsonRows:
+    """One record per op: its id, core id, start and end."""
+    core_ids = np.array([c.id for c in inst.accelerator.cores], dtype=np.int64)
+    end = sched.end(inst)  # type: ignore[arg-type]
+    return JsonRows(
+        {"id": _id_column(inst.graph.ids), "core": core_ids[sched.core], "start": sched.start,
+         "end": end}
+    )  # fmt: skip
+
+
+def _transfers(inst: SchedulingInstance, sched: Schedule) -> JsonRows:
     """One record per edge between different mesh cores: its XY route and its transfer window
-    (from the producer's end, for the NoC delay of :meth:`Accelerator.comm_delay`)."""
+    (from the producer's end, for the NoC delay of :meth:`Accelerator.comm_delay`); built with
+    numpy, one route per pair of cells."""
     acc, g = inst.accelerator, inst.graph
     cells = acc.cells()
     if acc.mesh is None or cells is None:
-        return []
+        return JsonRows({})
     from npusched.problem.scheduling.noc import Mesh
     from npusched.verify.scheduling.schedule import edge_delays
 
     mesh = Mesh(*acc.mesh)
-    end = sched.end(inst)
-    delay = edge_delays(inst, sched)
-    out = []
-    for e, (p, q) in enumerate(zip(g.src.tolist(), g.dst.tolist(), strict=True)):
-        a, b = cells[sched.core[p]], cells[sched.core[q]]
-        if a != b:
-            out.append(
-                {
-                    "src": g.ids[p],
-                    "dst": g.ids[q],
-                    "bytes": int(g.bytes[e]),
-                    "links": mesh.route(a, b),
-                    "start": int(end[p]),
-                    "end": int(end[p] + delay[e]),
-                }
-            )
-    return out
+    cell = np.asarray(cells, dtype=np.int64)[sched.core]
+    a, b = cell[g.src], cell[g.dst]
+    cross = np.flatnonzero(a != b)
+    pair, where = np.unique(a[cross] * mesh.size + b[cross], return_inverse=True)
+    routes = [json.dumps(mesh.route(int(c // mesh.size), int(c % mesh.size))) for c in pair]
+    ready = sched.end(inst)[g.src[cross]]
+    ids = _id_column(g.ids)
+    return JsonRows(
+        {
+            "src": ids[g.src[cross]],
+            "dst": ids[g.dst[cross]],
+            "bytes": g.bytes[cross],
+            "links": [routes[k] for k in where.tolist()],
+            "start": ready,
+            "end": ready + edge_delays(inst, sched)[cross],
+        }
+    )
 
 
 def _routed_transfers(inst: RoutedInstance, sched: RoutedSchedule) -> list[dict[str, Any]]:
@@ -133,26 +154,23 @@ def solution_to_dict(
         out["violations"] = report.violations[:100]
     elif isinstance(sched, Schedule | RoutedSchedule) and not isinstance(inst, PlacementInstance):
         report = check(inst, sched)
-        end = sched.end(inst)  # type: ignore[arg-type]
-        cores = inst.accelerator.cores
         out["makespan"] = report.makespan
         out["noc_cost"] = report.noc_cost
         if report.noc_bytes_hops is not None:
             out["noc_bytes_hops"] = report.noc_bytes_hops
-        out["transfers"] = (
+        big = inst.n > COMPACT_ABOVE  # rows streamed by write_json, else plain lists
+        transfers: Any = (
             _routed_transfers(inst, sched)
             if isinstance(inst, RoutedInstance) and isinstance(sched, RoutedSchedule)
             else _transfers(inst, sched)  # type: ignore[arg-type]
         )
-        out["ops"] = [
-            {
-                "id": uid,
-                "core": cores[int(sched.core[i])].id,
-                "start": int(sched.start[i]),
-                "end": int(end[i]),
-            }
-            for i, uid in enumerate(inst.graph.ids)
-        ]
+        ops = _op_rows(inst, sched)
+        out["ops"] = ops if big else [ops[k] for k in range(len(ops))]
+        out["transfers"] = (
+            transfers
+            if big or isinstance(transfers, list)
+            else [transfers[k] for k in range(len(transfers))]
+        )
         out["verified"] = report.ok
         out["violations"] = report.violations[:100]
     out["gap"] = result.gap
