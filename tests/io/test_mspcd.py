@@ -122,3 +122,14 @@ def test_cli_convert_solve_verify(tmp_path):
     proc = run_cli("solve", inst, "--method", "list", "--out", sol)
     assert proc.returncode == 0 and "verify=ok" in proc.stdout
     assert run_cli("verify", inst, sol).returncode == 0
+
+
+@needs_shared
+def test_bench_table(capsys):
+    """The bench verifies every schedule and prints one row per graph and the mean gaps."""
+    from npusched.bench.mspcd import main
+
+    assert main([str(SHARED / "mspcd" / "ogra50_90_4.td"), "--time-limit", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "| ogra50_90_4_p4 | 4 | hypercube | 600 |" in out
+    assert "mean gap to the optimum, joint:" in out and "of 1 graphs" in out
