@@ -10,7 +10,7 @@ import numpy as np
 
 from npusched.arch import Arch
 from npusched.partition.build import build_instance
-from npusched.partition.grid import Tiling, needed_input
+from npusched.partition.grid import Tiling, layer_extents, needed_input
 from npusched.partition.schemes import (
     flexer_tiling,
     klotski_tiling,
@@ -49,6 +49,78 @@ def footprint(layer: Layer, net: Network, tiling: Tiling, elem_bytes: int) -> in
     return (inp + weights) * elem_bytes + out
 
 
+def over_memory(layer: Layer, need: int, cap: int | None) -> str | None:
+    """Klotski §III-B: a μtensor may not exceed a core's on-chip memory ``cap`` (the reason,
+    or ``None`` when it fits)."""
+    if cap is None or need <= cap:
+        return None
+    return f"layer {layer.name}: a μtensor needs {need} bytes, more than the {cap}-byte core memory"
+
+
+def smallest_memory(arch: Arch) -> int | None:
+    memories = [c.memory_bytes for c in arch.cores if c.memory_bytes is not None]
+    return min(memories) if memories else None
+
+
+def memory_violation(net: Network, arch: Arch, tilings: Mapping[str, Tiling]) -> str | None:
+    """Why the tilings do not fit the smallest core's memory (:func:`over_memory`), or
+    ``None`` when every μtensor fits."""
+    cap, elem = smallest_memory(arch), max(1, round(arch.element_bytes))
+    for layer in net.layers if cap is not None else ():
+        why = over_memory(layer, footprint(layer, net, tilings[layer.name], elem), cap)
+        if why:
+            return why
+    return None
+
+
+class KlotskiMemory:
+    """:func:`memory_violation` of :func:`klotski_tilings` for many shapes ``s`` of one network:
+    each layer's largest μtensor depends only on ``s`` clipped to the layer's extents, so it is
+    computed once per distinct clipped shape (the design-space enumeration of the search)."""
+
+    def __init__(self, net: Network, arch: Arch, align: bool = True) -> None:
+        self.net, self.cap = net, smallest_memory(arch)
+        self.elem = max(1, round(arch.element_bytes))
+        self.unroll = {k: v for k, v in arch.cores[0].pe_unroll.items() if "*" not in k}
+        self.align = align
+        self.extents = {
+            ly.name: layer_extents(ly, net.in_shapes(ly), net.shapes[ly.name]) for ly in net.layers
+        }
+        self.need: dict[tuple[str, tuple[int, ...]], int] = {}
+
+    def clipped(self, layer: Layer, s: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+        """``s`` clipped to ``layer``'s extents, as ``(oc, h, w, ic)``: shapes with equal clipped
+        values cut the layer alike."""
+        h, w, ic, oc = s
+        ext = self.extents[layer.name]
+        return (min(oc, ext[0]), min(h, ext[1]), min(w, ext[2]), min(ic, ext[3]))
+
+    def signature(self, s: tuple[int, int, int, int]) -> tuple[tuple[int, int, int, int], ...]:
+        """What ``s`` does to every layer: equal signatures give the same partition."""
+        return tuple(self.clipped(layer, s) for layer in self.net.layers)
+
+    def violation(self, s: tuple[int, int, int, int]) -> str | None:
+        """As :func:`memory_violation` for ``klotski_tilings(net, arch, s, align)``."""
+        for layer in self.net.layers if self.cap is not None else ():
+            key = (layer.name, self.clipped(layer, s))
+            if key not in self.need:
+                tiling = klotski_tiling(self.net, layer, s, self.unroll if self.align else None)
+                self.need[key] = footprint(layer, self.net, tiling, self.elem)
+            why = over_memory(layer, self.need[key], self.cap)
+            if why:
+                return why
+        return None
+
+
+def klotski_tilings(
+    net: Network, arch: Arch, s: tuple[int, int, int, int], align: bool = True
+) -> dict[str, Tiling]:
+    """Every layer cut by Klotski's μtensor ``s`` (``align``: ic, oc up to the first core's PE
+    array, §III-B's remainder-free partition)."""
+    unroll = {k: v for k, v in arch.cores[0].pe_unroll.items() if "*" not in k}
+    return {ly.name: klotski_tiling(net, ly, s, unroll if align else None) for ly in net.layers}
+
+
 def partition_network(
     net: Network,
     arch: Arch,
@@ -74,28 +146,19 @@ def partition_network(
     unrolls = [dict(c.pe_unroll) for c in arch.cores]
     tilings: dict[str, Tiling] = {}
     info: dict[str, Any] = {"scheme": scheme, "arch": arch.name}
-    for layer in net.layers:
-        if scheme == "klotski":
-            if s is None:
-                raise ValueError("the klotski scheme needs --s H,W,IC,OC")
-            simple = {k: v for k, v in unrolls[0].items() if "*" not in k}
-            tilings[layer.name] = klotski_tiling(net, layer, s, simple if align else None)
-        elif scheme == "stream":
+    if scheme == "klotski":
+        if s is None:
+            raise ValueError("the klotski scheme needs --s H,W,IC,OC")
+        tilings = klotski_tilings(net, arch, s, align)
+    for layer in net.layers if scheme != "klotski" else ():
+        if scheme == "stream":
             tilings[layer.name] = stream_tiling(net, layer, cn or {"OY": 1})
         else:
             if tiles is None:
                 raise ValueError("the flexer scheme needs --tiles OC,OH,OW,IC")
             tilings[layer.name] = flexer_tiling(net, layer, tiles)
-    memories = [c.memory_bytes for c in arch.cores if c.memory_bytes is not None]
-    if scheme == "klotski" and memories:
-        cap = min(memories)
-        for layer in net.layers:
-            need = footprint(layer, net, tilings[layer.name], elem)
-            if need > cap:
-                raise ValueError(
-                    f"layer {layer.name}: a μtensor needs {need} bytes, more than the "
-                    f"{cap}-byte core memory; choose a smaller --s"
-                )
+    if scheme == "klotski" and (why := memory_violation(net, arch, tilings)):
+        raise ValueError(f"{why}; choose a smaller --s")
     if scheme == "klotski":
         info["s"] = list(s or ())
     elif scheme == "stream":

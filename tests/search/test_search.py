@@ -1,0 +1,119 @@
+"""Klotski's partition search: the design space, eq. 3, the GP and the BO loop."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+from gpytorch.kernels import MaternKernel, ScaleKernel
+
+from npusched.arch import load_arch
+from npusched.partition.api import partition_network, resolve_network
+from npusched.search.bo import bayes_search, gp_model, sobol_starts
+from npusched.search.objective import Evaluation, entropy_score, evaluate
+from npusched.search.space import DesignSpace, divisors_and_powers, multiples
+from npusched.verify import check
+
+
+@pytest.fixture(scope="module")
+def lenet_space():
+    net, arch = resolve_network("lenet"), load_arch("klotski-3x3")
+    return net, arch, DesignSpace.build(net, arch)
+
+
+def test_entropy_by_hand():
+    assert entropy_score(np.array([1, 1]), 1) == pytest.approx(math.log(2))
+    h = -(2 * 0.25 * math.log(0.25) + 0.5 * math.log(0.5))
+    assert entropy_score(np.array([2, 2, 4]), 4) == pytest.approx(h / (8 / 3 * 4))
+    assert entropy_score(np.array([3, 3, 3]), 6) > entropy_score(np.array([1, 1, 7]), 6)
+
+
+def test_axes():
+    assert divisors_and_powers(28) == [1, 2, 4, 7, 8, 14, 16, 28]
+    assert multiples(12, 100) == [12, 24, 48, 96, 192]
+
+
+def test_space_is_remainder_free_and_feasible(lenet_space):
+    net, arch, space = lenet_space
+    unroll = arch.cores[0].pe_unroll
+    hmax = max(net.shapes[ly.name][1] for ly in net.layers)
+    for h, w, ic, oc in space.points:
+        wmax = max(net.shapes[ly.name][2] for ly in net.layers)
+        assert w in divisors_and_powers(wmax)
+        assert ic % unroll["C"] == 0 and oc % unroll["K"] == 0
+        assert h in divisors_and_powers(hmax)
+    unit = space.unit()
+    assert unit.dtype == np.float64 and unit.min() >= 0 and unit.max() == 1
+    for s in space.points[:: max(1, len(space) // 5)]:
+        partition_network(net, arch, "klotski", s=s)  # fits: raises otherwise
+
+
+def test_infeasible_shapes_are_left_out():
+    """With a small core memory, exactly the shapes partition_network refuses are gone."""
+    net, arch = resolve_network("lenet"), load_arch("klotski-3x3")
+    small = dataclasses.replace(
+        arch,
+        cores=tuple(dataclasses.replace(c, memory_bytes=20_000, buffers={}) for c in arch.cores),
+    )
+    full, tight = DesignSpace.build(net, arch), DesignSpace.build(net, small)
+    assert 0 < len(tight) < len(full) and tight.infeasible > 0
+    gone = sorted(set(full.points) - set(tight.points))
+    with pytest.raises(ValueError, match="core memory"):
+        partition_network(net, small, "klotski", s=gone[0])
+    partition_network(net, small, "klotski", s=tight.points[-1])
+
+
+def test_gp_is_ard_matern52_float64():
+    x = torch.rand(8, 4, dtype=torch.float64)
+    gp = gp_model(x, x.sum(dim=1, keepdim=True))
+    kernel = gp.covar_module
+    assert isinstance(kernel, ScaleKernel) and isinstance(kernel.base_kernel, MaternKernel)
+    assert kernel.base_kernel.nu == 2.5 and kernel.base_kernel.ard_num_dims == 4
+    assert kernel.base_kernel.lengthscale.shape[-1] == 4
+    assert gp.train_inputs[0].dtype == torch.float64
+
+
+def _fake(space: DesignSpace):
+    """A cheap deterministic score with its maximum at one known point."""
+    target = np.asarray(space.unit()[len(space) // 3])
+    unit = space.unit()
+
+    def run(s):
+        u = unit[space.index(s)]
+        score = -float(((u - target) ** 2).sum())
+        return Evaluation(s, score, score, 1, 1, 0.0, None, None)  # type: ignore[arg-type]
+
+    return run
+
+
+def test_seed_repeats_the_run(lenet_space):
+    _, _, space = lenet_space
+    runs = [bayes_search(space, _fake(space), budget=12, seed=s, progress=False) for s in (3, 3, 4)]
+    seq = [[e.s for e in r.evaluations] for r in runs]
+    assert seq[0] == seq[1] and seq[0] != seq[2]
+    assert len(set(seq[0])) == 12  # no point twice
+    assert sobol_starts(space, 5, 3) == [space.index(s) for s in seq[0][:5]]
+    assert runs[0].predicted[:5] == [None] * 5 and all(p is not None for p in runs[0].predicted[5:])
+
+
+def test_bo_beats_its_initial_points(lenet_space):
+    """On a smooth score the GP-UCB steps find better points than the Sobol starts."""
+    _, _, space = lenet_space
+    res = bayes_search(space, _fake(space), budget=20, n_init=5, seed=0, progress=False)
+    first = max(e.score for e in res.evaluations[:5])
+    assert res.best.score > first
+
+
+def test_real_evaluations_are_verified(lenet_space):
+    net, arch, space = lenet_space
+    res = bayes_search(space, lambda s: evaluate(net, arch, s), budget=3, n_init=2, seed=0,
+                       progress=False)  # fmt: skip
+    for e in res.evaluations:
+        assert check(e.instance, e.schedule).ok
+        assert e.makespan == e.schedule.makespan(e.instance)
+        assert e.score == pytest.approx(entropy_score(e.instance.min_duration, e.makespan))
+    with pytest.raises(ValueError, match="budget"):
+        bayes_search(space, lambda s: evaluate(net, arch, s), budget=0)
