@@ -6,10 +6,21 @@ import argparse
 import os
 import sys
 
-from npusched.cli import compare, convert, flexer, generate, info, partition, solve, tile, verify
+from npusched.cli import (
+    compare,
+    convert,
+    flexer,
+    generate,
+    info,
+    orchestrate,
+    partition,
+    solve,
+    tile,
+    verify,
+)
 from npusched.common.errors import InputError
 
-VERBS = (convert, generate, solve, compare, partition, tile, flexer, info, verify)
+VERBS = (convert, generate, solve, compare, partition, orchestrate, tile, flexer, info, verify)
 """Each verb's module has ``add_parser(sub)``; its parser's ``func`` runs it."""
 
 

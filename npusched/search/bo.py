@@ -14,14 +14,16 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from botorch.acquisition import UpperConfidenceBound
+from botorch.acquisition import UpperConfidenceBound, qUpperConfidenceBound
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.models.transforms.outcome import Standardize
+from botorch.optim import optimize_acqf_discrete
 from gpytorch.kernels import MaternKernel, ScaleKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.utils.warnings import NumericalWarning
@@ -79,40 +81,55 @@ def bayes_search(
     seed: int = 0,
     deadline: float | None = None,
     progress: bool = True,
+    q: int = 1,
+    executor: Executor | None = None,
 ) -> SearchResult:
     """Algorithm 1 over ``space`` with at most ``budget`` evaluations (the paper's default 50),
-    stopping early at ``deadline`` (``time.perf_counter()``; then ``complete`` is false)."""
+    stopping early at ``deadline`` (``time.perf_counter()``; then ``complete`` is false).
+
+    With ``q > 1`` each step proposes ``q`` points (qUCB, chosen sequentially greedy over the
+    feasible set by :func:`botorch.optim.optimize_acqf_discrete`) and evaluates them through
+    ``executor`` (any ``concurrent.futures`` executor: a process pool, Dask's); the Sobol starts
+    are evaluated the same way, ``q`` at a time."""
     if budget < 1:
         raise ValueError(f"the budget must be at least 1, got {budget}")
+    if q < 1:
+        raise ValueError(f"q must be at least 1, got {q}")
     torch.manual_seed(seed)
     x_all = torch.tensor(space.unit(), dtype=torch.float64)
     budget = min(budget, len(space))
     out = SearchResult(space)
     seen: list[int] = []
+    starts = sobol_starts(space, min(n_init, budget), seed)
     bar = tqdm(total=budget, disable=not progress, desc="search", unit="s")
-    for k in sobol_starts(space, min(n_init, budget), seed) + [-1] * budget:
-        if len(seen) == budget:
-            break
+    while len(seen) < budget:
         if deadline is not None and time.perf_counter() > deadline:
             out.complete = False
             break
-        prediction = None
-        if k < 0:
-            k, prediction = _next_point(x_all, seen, out.evaluations)
-        out.evaluations.append(evaluate(space.points[k]))
-        out.predicted.append(prediction)
-        seen.append(k)
+        size = min(q, budget - len(seen))
+        if starts:
+            batch, starts = starts[:size], starts[size:]
+            preds: list[tuple[float, float] | None] = [None] * len(batch)
+        else:
+            batch, preds = _next_points(x_all, seen, out.evaluations, size)  # type: ignore[assignment]
+        shapes = [space.points[k] for k in batch]
+        results = (
+            list(executor.map(evaluate, shapes)) if executor else [evaluate(s) for s in shapes]
+        )
+        out.evaluations += results
+        out.predicted += preds
+        seen += batch
         best = out.best
         bar.set_postfix(best_E=f"{best.entropy:.3g}", best_makespan=best.makespan)
-        bar.update()
+        bar.update(len(batch))
     bar.close()
     return out
 
 
-def _next_point(
-    x_all: torch.Tensor, seen: list[int], evaluations: list[Evaluation]
-) -> tuple[int, tuple[float, float]]:
-    """Line 8: the unvisited point of largest UCB, with the GP's mean and sd there."""
+def _next_points(
+    x_all: torch.Tensor, seen: list[int], evaluations: list[Evaluation], q: int
+) -> tuple[list[int], list[tuple[float, float]]]:
+    """Line 8: the ``q`` unvisited points of largest (q)UCB, with the GP's mean and sd there."""
     x = x_all[seen]
     y = torch.tensor([[e.score] for e in evaluations], dtype=torch.float64)
     gp = gp_model(x, y)
@@ -121,8 +138,14 @@ def _next_point(
     cand = x_all[free]
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore", NumericalWarning)
-        ucb = UpperConfidenceBound(gp, beta=UCB_BETA)(cand.unsqueeze(1))
-        j = int(torch.argmax(ucb))
-        post = gp.posterior(cand[j : j + 1])
-    k = int(torch.nonzero(free)[j])
-    return k, (float(post.mean), float(post.variance.sqrt()))
+        if q == 1:
+            picks = [int(torch.argmax(UpperConfidenceBound(gp, beta=UCB_BETA)(cand.unsqueeze(1))))]
+        else:
+            acq = qUpperConfidenceBound(gp, beta=UCB_BETA)
+            chosen, _ = optimize_acqf_discrete(acq, q=q, choices=cand, unique=True)
+            lookup = {tuple(row.tolist()): j for j, row in enumerate(cand)}
+            picks = [lookup[tuple(row.tolist())] for row in chosen]
+        post = gp.posterior(cand[picks])
+        mean, sd = post.mean.flatten().tolist(), post.variance.sqrt().flatten().tolist()
+    index = torch.nonzero(free).flatten()
+    return [int(index[j]) for j in picks], list(zip(mean, sd, strict=True))

@@ -1,0 +1,40 @@
+"""Where evaluations run: a ``concurrent.futures`` executor, a local process pool by default or a
+Dask distributed cluster (``dask://HOST:PORT``: ``Client(address).get_executor()``), closed on
+every exit path, Ctrl-C included."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
+
+
+@contextlib.contextmanager
+def open_executor(
+    spec: str | None = "local", workers: int | None = None
+) -> Iterator[Executor | None]:
+    """``None``/``"serial"``: no executor (evaluate in this process); ``"local"``: a process pool of
+    ``workers`` (default: all cores); ``"dask://HOST:PORT"``: that Dask scheduler's executor (TCP;
+    ``dask://inproc://…`` and other Dask addresses are passed on as they are)."""
+    if spec in (None, "serial"):
+        yield None
+        return
+    if spec == "local":
+        pool = ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1)
+        try:
+            yield pool
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return
+    if spec.startswith("dask://"):
+        from distributed import Client
+
+        address = spec.removeprefix("dask://")
+        client = Client(address if "://" in address else f"tcp://{address}", timeout=10)
+        try:
+            yield client.get_executor()
+        finally:
+            client.close()
+        return
+    raise ValueError(f"unknown executor {spec!r}; use local, serial or dask://HOST:PORT")
