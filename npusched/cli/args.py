@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import tempfile
+from pathlib import Path
 from typing import Any
 
 
@@ -67,3 +69,39 @@ def given(args: argparse.Namespace, **defaults: Any) -> dict[str, Any]:
     """The method options the user set: flags whose value differs from its default (a method
     rejects options it does not have)."""
     return {k: getattr(args, k) for k, v in defaults.items() if getattr(args, k) != v}
+
+
+def _writable_folder(path: Path, text: str) -> None:
+    """``path`` (a folder to be, or one that exists) can be created and written: its nearest
+    existing ancestor is a folder in which a file can be made (probed with a temporary file)."""
+    probe = path
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {probe} is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as err:
+        raise argparse.ArgumentTypeError(
+            f"{text}: cannot write in {probe}: {err.strerror}"
+        ) from None
+
+
+def output_file(text: str) -> str:
+    """A file to write: not a folder, and in a folder that exists or can be made and written
+    (checked before any work, so that nothing is computed for an output that cannot be kept)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
+    _writable_folder(path.parent if str(path.parent) else Path("."), text)
+    return text
+
+
+def output_dir(text: str) -> str:
+    """A folder to write into: not a file, and one that exists or can be made and written."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
+    _writable_folder(path, text)
+    return text

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from npusched.cli.args import int_list, positive_float, positive_int
+from npusched.cli.args import int_list, output_dir, output_file, positive_float, positive_int
 from npusched.common.errors import InputError
 
 
@@ -80,7 +80,9 @@ def add_parser(sub: Any) -> None:
         choices=["eq18", "disaggregated"],
         help="precedence rows of timeindexed jobs",
     )
-    m.add_argument("--csv", help="write the rows as CSV here")
-    m.add_argument("--solutions", help="write every solution JSON into this folder")
+    m.add_argument("--csv", type=output_file, help="write the rows as CSV here")
+    m.add_argument(
+        "--solutions", type=output_dir, help="write every solution JSON into this folder"
+    )
     m.add_argument("--quiet", action="store_true", help="no progress bar; with --csv no table")
     m.set_defaults(func=run)

@@ -6,7 +6,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from npusched.cli.args import CONTENTION, FREE, flag, mesh, positive_float, positive_int
+from npusched.cli.args import (
+    CONTENTION,
+    FREE,
+    flag,
+    mesh,
+    output_file,
+    positive_float,
+    positive_int,
+)
 
 
 def run_qaplib(args: argparse.Namespace) -> int:
@@ -112,11 +120,11 @@ def add_parser(sub: Any) -> None:
     stg.add_argument("--link-bandwidth", type=positive_float, help="bytes/cycle (with --mesh)")
     stg.add_argument("--edge-bytes", type=int, default=0, help="bytes on every edge (STG has none)")
     flag(stg, "--contention", CONTENTION)
-    stg.add_argument("-o", "--output", required=True)
+    stg.add_argument("-o", "--output", type=output_file, required=True)
     stg.set_defaults(func=run_stg)
     qap = csub.add_parser("qaplib", help="QAPLIB .dat on a grid (Nugent): a placement instance")
     qap.add_argument("file")
-    qap.add_argument("-o", "--output", required=True)
+    qap.add_argument("-o", "--output", type=output_file, required=True)
     qap.set_defaults(func=run_qaplib)
     td = csub.add_parser("mspcd", help="Davidović–Crainic MSPCD .td graph (delays c x hops)")
     td.add_argument("file")
@@ -125,10 +133,10 @@ def add_parser(sub: Any) -> None:
         type=positive_int,
         help="processors (2, 4, 8, 16: hypercube; 6, 9, 12: mesh); default from the file name",
     )
-    td.add_argument("-o", "--output", required=True)
+    td.add_argument("-o", "--output", type=output_file, required=True)
     td.set_defaults(func=run_mspcd)
     stream = csub.add_parser("stream", help="Stream framework export (stream_instance/v1)")
     stream.add_argument("file")
     flag(stream, "--free-allocation", FREE)
-    stream.add_argument("-o", "--output", required=True)
+    stream.add_argument("-o", "--output", type=output_file, required=True)
     stream.set_defaults(func=run_stream)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from npusched.cli.args import CONTENTION, flag, mesh, positive_float, positive_int
+from npusched.cli.args import CONTENTION, flag, mesh, output_file, positive_float, positive_int
 from npusched.cli.convert import contended
 
 
@@ -44,5 +44,5 @@ def add_parser(sub: Any) -> None:
     lay.add_argument("--link-bandwidth", type=positive_float, default=8.0, help="bytes/cycle")
     lay.add_argument("--seed", type=int, default=0)
     flag(lay, "--contention", CONTENTION)
-    lay.add_argument("-o", "--output", required=True)
+    lay.add_argument("-o", "--output", type=output_file, required=True)
     lay.set_defaults(func=run)

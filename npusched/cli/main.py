@@ -40,12 +40,16 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, ValueError) as err:
         print(f"npusched: error: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("npusched: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:  # the reader of our output went away (e.g. `| head`)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as err:  # an output that could not be written after all (disk full, ...)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"npusched: error: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("npusched: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from npusched.cli.args import positive_float, positive_int
+from npusched.cli.args import output_dir, positive_float, positive_int
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,5 +116,5 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--q", type=positive_int, default=1, help="points proposed per step (qUCB)")
     o.add_argument("--executor", default="local",
                    help="with --q > 1: local (process pool) or dask://HOST:PORT")  # fmt: skip
-    o.add_argument("--out-dir", required=True, help="folder for the files")
+    o.add_argument("--out-dir", type=output_dir, required=True, help="folder for the files")
     o.set_defaults(func=run)

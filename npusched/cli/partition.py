@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from npusched.cli.args import flag
+from npusched.cli.args import flag, output_file
 
 
 def ints(text: str, n: int, what: str) -> tuple[int, ...]:
@@ -61,5 +61,5 @@ def add_parser(sub: Any) -> None:
     pa.add_argument("--cn", help="stream: CN loops, e.g. OY=1 or K=16,OY=4 (default OY=1)")
     pa.add_argument("--tiles", help="flexer: tile sizes OC,OH,OW,IC")
     pa.add_argument("--loop-order", default="K,OY,OX,C", help="flexer: loop order, outermost first")
-    pa.add_argument("-o", "--output", required=True)
+    pa.add_argument("-o", "--output", type=output_file, required=True)
     pa.set_defaults(func=run)

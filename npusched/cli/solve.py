@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from npusched.cli.args import FREE, flag, given, positive_float, positive_int
+from npusched.cli.args import FREE, flag, given, output_file, positive_float, positive_int
 
 
 def run(args: argparse.Namespace) -> int:
@@ -157,9 +157,11 @@ def add_parser(sub: Any) -> None:
         type=float,
         help="joint: minimise makespan + BETA x NoC cost (default: lexicographic)",
     )
-    s.add_argument("--out", help="write the solution JSON here")
-    s.add_argument("--gantt", help="write a Gantt chart PNG here")
-    s.add_argument("--anytime", help="write the anytime curve PNG here")
-    s.add_argument("--heatmap", help="write the mesh link-traffic heat map PNG here")
+    s.add_argument("--out", type=output_file, help="write the solution JSON here")
+    s.add_argument("--gantt", type=output_file, help="write a Gantt chart PNG here")
+    s.add_argument("--anytime", type=output_file, help="write the anytime curve PNG here")
+    s.add_argument(
+        "--heatmap", type=output_file, help="write the mesh link-traffic heat map PNG here"
+    )
     s.add_argument("--log", action="store_true", help="show the solver's log")
     s.set_defaults(func=run)

@@ -10,6 +10,8 @@ from npusched.cli.args import FREE, flag, positive_int
 
 def run(args: argparse.Namespace) -> int:
     from npusched.io import load_instance, read_solution
+    from npusched.io.solution_json import end_violations
+    from npusched.problem.placement import Placement
     from npusched.verify import check
 
     inst = load_instance(args.instance, args.cores, args.free_allocation)
@@ -17,6 +19,8 @@ def run(args: argparse.Namespace) -> int:
     kind = data.get("kind", "dag_schedule")
     claimed = data.get("makespan") if kind == "dag_schedule" else data.get("noc_cost")
     rep = check(inst, solution, claimed)
+    if not isinstance(solution, Placement):
+        rep.violations += end_violations(inst, solution, data)  # type: ignore[arg-type]
     if rep.ok:
         value = ", ".join(
             f"{label} {v}"

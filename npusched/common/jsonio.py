@@ -67,10 +67,17 @@ def write_json(path: str | Path, data: Any, indent: int | None = 1) -> None:
                     index, rest = piece.split('"', 1)
                     _write_array(out, arrays[int(index)])
                     out.write(rest.encode())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a written file follows the umask
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 _MARK = '"\\u0000array:'

@@ -221,13 +221,17 @@ def read_solution(
     core = np.full(inst.n, -1, dtype=np.int64)
     for k, op in enumerate(ops):
         try:
-            i, c, s = index[op["id"]], core_index[op["core"]], int(op["start"])
-        except (KeyError, TypeError, ValueError):
+            i, c, s = index[op["id"]], core_index[op["core"]], op["start"]
+        except (KeyError, TypeError):
             raise InputError(
                 path,
                 f"ops/{k}",
                 "needs an 'id' and a 'core' of the instance and an integer 'start'",
             ) from None
+        for field in ("start", "end"):
+            v = op.get(field, 0)
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise InputError(path, f"ops/{k}/{field}", f"must be an integer, got {v!r}")
         if start[i] >= 0:
             raise InputError(path, f"ops/{k}/id", f"μop {op['id']!r} appears twice")
         start[i], core[i] = s, c
@@ -277,3 +281,21 @@ def _read_routed(
             raise InputError(path, where, "the same transfer appears twice")
         tstart[t], tend[t] = ts, te
     return RoutedSchedule(start, core, tstart, tend)
+
+
+def end_violations(
+    inst: SchedulingInstance | RoutedInstance, schedule: Schedule | RoutedSchedule, data: Any
+) -> list[str]:
+    """Ops whose ``end`` in the file is not their start plus their duration on their core."""
+    ends = schedule.end(inst)  # type: ignore[arg-type]
+    index = {uid: i for i, uid in enumerate(inst.graph.ids)}
+    bad = []
+    for op in data.get("ops", []):
+        i = index[op["id"]]
+        start, took = int(schedule.start[i]), int(ends[i] - schedule.start[i])
+        if "end" in op and op["end"] != start + took:
+            said = op["end"]
+            bad.append(
+                f"μop {op['id']}: ends at {said} in the file; starts at {start}, takes {took}"
+            )
+    return bad
