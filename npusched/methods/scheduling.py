@@ -1,5 +1,5 @@
 """μop scheduling methods (Klotski Problem 2, eq. 15-19; Stream's routed transfers): ``list``,
-``etf``, ``timeindexed``, ``cpsat``, ``twostage``, ``joint``, ``zigzag``.
+``etf``, ``timeindexed``, ``cpsat``, ``twostage``, ``joint``, ``zigzag``, ``zigzag-spread``.
 
 Every method but the heuristics starts from a warm start: the list schedule with the method's
 ``priority`` unless one is given (its makespan is the horizon of the ASAP/ALAP windows, as
@@ -25,7 +25,11 @@ from npusched.heuristics.scheduling.list_scheduling import (
     etf_schedule,
     list_schedule,
 )
-from npusched.heuristics.scheduling.mesh_baselines import retime, zigzag_schedule
+from npusched.heuristics.scheduling.mesh_baselines import (
+    retime,
+    zigzag_schedule,
+    zigzag_spread_schedule,
+)
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.methods.linear import linear_result, run_model
 from npusched.methods.registry import Context, Method, NoParams, register
@@ -193,6 +197,10 @@ def _run_etf(instance: Any, backend: str, params: ListParams, ctx: Context) -> R
 
 def _run_zigzag(instance: Any, backend: str, params: NoParams, ctx: Context) -> Result:
     return heuristic_result("zigzag", instance, zigzag_schedule(instance))
+
+
+def _run_zigzag_spread(instance: Any, backend: str, params: NoParams, ctx: Context) -> Result:
+    return heuristic_result("zigzag-spread", instance, zigzag_spread_schedule(instance))
 
 
 def _run_timeindexed(
@@ -503,7 +511,18 @@ register(
         SCHEDULING,
         ("none",),
         _run_zigzag,
-        "Klotski baseline 1: layer-wise schedule, zig-zag core allocation (Tangram)",
+        "Klotski baseline 1: layer by layer, each layer on the next core of the zig-zag path",
+        applies=_applies(mesh=True, comm_delays=True),
+        prepare=_check_given,
+    )
+)
+register(
+    Method(
+        "zigzag-spread",
+        SCHEDULING,
+        ("none",),
+        _run_zigzag_spread,
+        "baseline 1 spread: each depth level's μops over the zig-zag path, level by level",
         applies=_applies(mesh=True, comm_delays=True),
         prepare=_check_given,
     )

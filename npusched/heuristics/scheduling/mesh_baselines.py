@@ -1,5 +1,6 @@
 """Baselines on a mesh: Klotski's baseline 1 (layer-wise schedule, zig-zag core allocation, after
-Tangram) and re-timing of a fixed plan on a NoC with transfer delays."""
+Tangram) in the paper's reading and a spread variant, and re-timing of a fixed plan on a NoC with
+transfer delays."""
 
 from __future__ import annotations
 
@@ -56,24 +57,54 @@ def levels(instance: SchedulingInstance) -> np.ndarray:
     return level
 
 
-def zigzag_schedule(instance: SchedulingInstance) -> Schedule:
-    """Klotski's baseline 1 (§V): schedule layer by layer and allocate cores in zig-zag order.
+def network_layers(instance: SchedulingInstance) -> np.ndarray:
+    """The network layer of each μop, from a partitioned instance's ``source["layers"]`` (each
+    layer's first μop); without that record, the depth levels of the DAG (:func:`levels`)."""
+    layers = instance.source.get("layers") if isinstance(instance.source, dict) else None
+    if not isinstance(layers, list) or not all(isinstance(ly, dict) for ly in layers):
+        return levels(instance)  # e.g. generated DAGs, whose "layers" is a count
+    offsets = np.array([ly["offset"] for ly in layers], dtype=np.int64)
+    return np.searchsorted(offsets, np.arange(instance.n), side="right") - 1
 
-    Layers are the depth levels of the DAG; the μops of each level, in index order, take the cores
-    along the mesh's boustrophedon path, continuing where the previous level stopped; a level
-    starts when the previous one has finished (the layer-wise schedule), each μop as early as its
-    core and its data allow.
-    """
+
+def _snake_cores(instance: SchedulingInstance) -> np.ndarray:
+    """The cores along the mesh's boustrophedon (zig-zag) path."""
     acc = instance.accelerator
     cells = acc.cells()
     if acc.mesh is None or cells is None:
         raise ValueError("zig-zag allocation needs cores on a mesh")
     core_of_cell = {cell: k for k, cell in enumerate(cells)}
-    snake = [core_of_cell[c] for c in Mesh(*acc.mesh).snake() if c in core_of_cell]
+    return np.array([core_of_cell[c] for c in Mesh(*acc.mesh).snake() if c in core_of_cell])
+
+
+def zigzag_schedule(instance: SchedulingInstance) -> Schedule:
+    """Klotski's baseline 1 (§IV-B, after Tangram): "we schedule a DNN model layer-wise and
+    allocate accelerators following the zig-zag manner".
+
+    Each network layer (:func:`network_layers`) runs whole on one core, the ``k``-th layer on the
+    ``k``-th core of the mesh's zig-zag path (cyclically), its μops in index order; a layer starts
+    when the previous one has finished, each μop as early as its core and its data (end plus the
+    NoC delay) allow. This is the reading under which the paper's baseline-1 cycles are the same
+    on 3×3, 4×4 and 5×5 meshes (Tables I–III): a layer never spreads over more cores as the mesh
+    grows; only the hop count where the path wraps around differs (Inception's 2.5122E+07 against
+    2.5188E+07 on 5×5 is of that size). :func:`zigzag_spread_schedule` is the other reading.
+    """
+    snake = _snake_cores(instance)
+    layer = network_layers(instance)
+    order = np.lexsort((np.arange(instance.n), layer))
+    return _execute(instance, order, snake[layer % len(snake)], barrier_level=layer)
+
+
+def zigzag_spread_schedule(instance: SchedulingInstance) -> Schedule:
+    """Baseline 1 read the other way (the method ``zigzag-spread``): the depth levels of the DAG
+    are the layers, and the μops of each level, in index order, take the cores along the zig-zag
+    path, continuing where the previous level stopped; a level starts when the previous one has
+    finished. Its layers spread over more cores as the mesh grows."""
+    snake = _snake_cores(instance)
     level = levels(instance)
     order = np.lexsort((np.arange(instance.n), level))
     core = np.empty(instance.n, dtype=np.int64)
-    core[order] = np.array(snake)[np.arange(instance.n) % len(snake)]
+    core[order] = snake[np.arange(instance.n) % len(snake)]
     return _execute(instance, order, core, barrier_level=level)
 
 

@@ -112,16 +112,24 @@ def test_list_schedule_respects_delays_and_other_methods_refuse_them():
 )
 def test_layered_baselines_and_retiming_verify(seed, mesh, lat, bw):
     from npusched.bench.generate import layered_dag
-    from npusched.heuristics.scheduling.mesh_baselines import levels, retime, zigzag_schedule
+    from npusched.heuristics.scheduling.mesh_baselines import (
+        levels,
+        retime,
+        zigzag_schedule,
+        zigzag_spread_schedule,
+    )
 
     inst = layered_dag(4, 3, mesh, hop_latency=lat, link_bandwidth=bw, seed=seed)
     assert inst.name == layered_dag(4, 3, mesh, hop_latency=lat, link_bandwidth=bw, seed=seed).name
-    zz = zigzag_schedule(inst)
-    verify(inst, zz).raise_if_failed()
     lv = levels(inst)
-    end = zz.end(inst)
-    for level in range(1, int(lv.max()) + 1):  # layer-wise: a level starts after the previous
-        assert zz.start[lv == level].min() >= end[lv == level - 1].max()
+    for zz in (zigzag_schedule(inst), zigzag_spread_schedule(inst)):
+        verify(inst, zz).raise_if_failed()
+        end = zz.end(inst)
+        for level in range(1, int(lv.max()) + 1):  # layer-wise: a level starts after the previous
+            assert zz.start[lv == level].min() >= end[lv == level - 1].max()
+    paper = zigzag_schedule(inst)  # each level (the layer of a generated DAG) on one core
+    assert all(len(set(paper.core[lv == k].tolist())) == 1 for k in range(int(lv.max()) + 1))
+    zz = paper
     free = SchedulingInstance(inst.graph, Accelerator.mesh_grid(*mesh))
     plan = solve(free, "cpsat", time_limit=10).solution
     assert (retime(free, plan).start <= plan.start).all()  # no delays: never later
