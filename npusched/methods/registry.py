@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from npusched.solvers.result import Result, TracePoint
+from npusched.solvers.result import Result, Status, TracePoint
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,21 @@ def _type_names(types: type | tuple[type, ...]) -> str:
     return " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
 
 
+def _keep_warm_start(problem: Any, result: Result, warm: Any) -> Result:
+    """A solver stopped by its time limit before it found anything: the warm start it was given
+    (checked feasible by ``prepare``) is still a solution, so return it, marked feasible."""
+    if hasattr(warm, "makespan"):
+        value = float(warm.makespan(problem))
+    elif hasattr(warm, "loc") and hasattr(problem, "cost"):
+        value = float(problem.cost(warm.loc))
+    else:
+        return result
+    note = "time limit before the solver found a solution: this is the warm start it was given"
+    result.status, result.objective, result.solution = Status.FEASIBLE, value, warm
+    result.message = f"{result.message}; {note}" if result.message else note
+    return result
+
+
 def solve(
     problem: Any,
     method: str | None = None,
@@ -239,6 +254,8 @@ def solve(
     if meth.prepare is not None:
         ctx = meth.prepare(problem, prm, ctx)
     result = meth.run(problem, backend, prm, ctx)
+    if result.status is Status.TIME_LIMIT_NO_SOLUTION and ctx.warm_start is not None:
+        result = _keep_warm_start(problem, result, ctx.warm_start)
     result.runtime_s = time.perf_counter() - t0
     result.threads, result.seed, result.time_limit = threads, seed, time_limit
     if not result.trace and result.objective is not None:

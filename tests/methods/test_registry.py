@@ -87,3 +87,25 @@ def test_no_private_name_is_imported_across_modules():
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("npusched"):
                 bad += [f"{path}: {a.name}" for a in node.names if a.name.startswith("_")]
     assert not bad
+
+
+def test_time_limit_without_incumbent_keeps_the_warm_start(monkeypatch):
+    """When the solver stops with nothing, the warm start it was given is returned as a feasible
+    solution (verified), with a note, instead of time_limit_no_solution."""
+    import dataclasses
+
+    from npusched.bench.generate import layered_dag
+    from npusched.methods import METHODS, solve
+    from npusched.solvers.result import Result, Status
+    from npusched.verify import check
+
+    inst = layered_dag(4, 3, (2, 2), hop_latency=1, link_bandwidth=8.0, seed=1)
+
+    def nothing(instance, backend, params, ctx):
+        return Result(Status.TIME_LIMIT_NO_SOLUTION, "joint", "cpsat")
+
+    monkeypatch.setitem(METHODS, "joint", dataclasses.replace(METHODS["joint"], run=nothing))
+    res = solve(inst, "joint", time_limit=1)
+    assert res.status is Status.FEASIBLE and "warm start" in res.message
+    rep = check(inst, res.solution)
+    assert rep.ok and res.objective == rep.makespan
