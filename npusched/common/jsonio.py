@@ -34,11 +34,23 @@ def read_json(path: str | Path) -> Any:
     except (UnicodeDecodeError, EOFError):
         raise InputError(path, "(file)", "not UTF-8 text (a binary or truncated file?)") from None
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant)
+    except _NotJson as err:
+        raise InputError(path, "(file)", str(err)) from None
+    except RecursionError:
+        raise InputError(path, "(file)", "nested too deeply to read") from None
     except json.JSONDecodeError as err:
         raise InputError(
             path, f"(line {err.lineno}, column {err.colno})", f"not valid JSON: {err.msg}"
         ) from None
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJson(f"{name} is not a JSON number (NaN and infinities are refused)")
 
 
 def write_json(path: str | Path, data: Any, indent: int | None = 1) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from npusched.common.errors import InputError
+from npusched.common.limits import MAX_VALUE
 from npusched.problem import SchedulingInstance, UopGraph
 
 COMPACT_ABOVE = 10_000
@@ -46,6 +47,9 @@ def _ints(path: str, field: str, values: Any, ndim: int = 1) -> np.ndarray:
     arr = np.asarray(values)
     if arr.size and (arr.ndim != ndim or not np.issubdtype(arr.dtype, np.integer)):
         raise InputError(path, field, f"must be {'a list' if ndim == 1 else 'rows'} of integers")
+    if arr.size and np.abs(arr).max() > MAX_VALUE:  # before the cast: no silent wrap-around
+        k = int(np.argwhere(np.abs(arr) > MAX_VALUE)[0][0])
+        raise InputError(path, f"{field}[{k}]", f"must be at most 2^40 = {MAX_VALUE}")
     arr = arr.astype(np.int64)
     neg = np.argwhere(arr < 0)
     if neg.size:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from npusched.common.errors import InputError
+from npusched.common.limits import MAX_VALUE
 from npusched.problem.scheduling.accelerator import Accelerator
 from npusched.problem.scheduling.dag import UopGraph
 from npusched.problem.scheduling.instance import Reference, SchedulingInstance
@@ -70,16 +71,18 @@ def _task(path: Path, no: int, row: list[int], i: int, n: int) -> tuple[int, lis
     if len(row) < 3 or row[0] != i:
         raise InputError(path, where, f"expected 'task time #successors ...' for task {i}")
     time, k, pairs = row[1], row[2], row[3:]
-    if time < 0:
-        raise InputError(path, where, f"task {i} has negative time {time}")
+    if not 0 <= time <= MAX_VALUE:
+        raise InputError(path, where, f"task {i} has time {time}, outside 0..2^40")
     if k < 0 or len(pairs) != 2 * k:
         raise InputError(path, where, f"task {i} lists {len(pairs) // 2} successor pairs, not {k}")
     succ, amount = pairs[0::2], pairs[1::2]
     for s, c in zip(succ, amount, strict=True):
         if not i < s <= n:
             raise InputError(path, where, f"successor {s} of task {i} is not in {i + 1}..{n}")
-        if c < 0:
-            raise InputError(path, where, f"negative communication amount {c} to task {s}")
+        if not 0 <= c <= MAX_VALUE:
+            raise InputError(
+                path, where, f"communication amount {c} to task {s} is outside 0..2^40"
+            )
     return time, succ, amount
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from npusched.common.errors import InputError
 from npusched.common.jsonio import JsonRows, read_json, write_json
+from npusched.common.limits import MAX_TIME
 from npusched.io.columnar import COMPACT_ABOVE
 from npusched.problem import Schedule, SchedulingInstance
 from npusched.problem.placement import Placement, PlacementInstance
@@ -232,6 +233,8 @@ def read_solution(
             v = op.get(field, 0)
             if not isinstance(v, int) or isinstance(v, bool):
                 raise InputError(path, f"ops/{k}/{field}", f"must be an integer, got {v!r}")
+            if not 0 <= v <= MAX_TIME:
+                raise InputError(path, f"ops/{k}/{field}", f"{v} is outside 0..2^62 - 2^40 - 1")
         if start[i] >= 0:
             raise InputError(path, f"ops/{k}/id", f"μop {op['id']!r} appears twice")
         start[i], core[i] = s, c

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from npusched.common.errors import InputError
+from npusched.common.limits import MAX_VALUE
 from npusched.problem import Accelerator, Reference, SchedulingInstance, UopGraph
 
 
@@ -70,6 +71,8 @@ def read_stg(
             ) from None
         if tid != k or len(preds) != npred:
             raise InputError(path, f"task {tid}", f"expected task {k} with {npred} predecessors")
+        if not 0 <= time_ <= MAX_VALUE:
+            raise InputError(path, f"task {tid}", f"time {time_} is outside 0..2^40")
         if tid in (0, n + 1):
             continue
         latency[tid - 1] = time_
