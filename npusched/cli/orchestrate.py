@@ -16,37 +16,62 @@ from npusched.cli.args import output_dir, positive_float, positive_int
 
 def run(args: argparse.Namespace) -> int:
     from npusched.arch import load_arch
+    from npusched.common.jsonio import write_json
     from npusched.io import write_instance, write_solution
     from npusched.partition.api import resolve_network
     from npusched.search.executor import open_executor
     from npusched.search.orchestrate import orchestrate
+    from npusched.search.space import MAX_UOPS
 
     net, arch = resolve_network(args.network), load_arch(args.arch)
     out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    with open_executor(args.executor if args.q > 1 else "serial") as executor:
+    cap = MAX_UOPS if args.max_uops is None else (args.max_uops if args.max_uops > 0 else None)
+    spec = args.executor if args.q > 1 or args.executor.startswith("dask://") else "serial"
+    with open_executor(spec, args.workers) as executor:
         orch = orchestrate(
             net, arch, args.budget, args.objective, args.inner, args.time_limit,
             args.final_time_limit, args.seed, args.threads, args.q, executor,
+            first=tuple(args.s or ()), max_uops=cap,
         )  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
     write_instance(orch.instance, out / "instance.json")
     write_solution(out / "solution.json", orch.instance, orch.result, "instance.json")
-    from npusched.common.jsonio import write_json
-
     write_json(out / "report.json", report(orch, args))
     _figures(orch, out)
     best = orch.search.best
     print(
-        f"{net.name} on {arch.name}: best s = {best.s} after {len(orch.search.evaluations)} "
-        f"evaluations; {orch.cycles} cycles ({orch.result.method}), bound {orch.result.bound}; "
-        f"{orch.runtime_s:.1f} s" + ("" if orch.search.complete else " (time limit: incomplete)")
+        f"{net.name} on {arch.name}: best s = {best.s} ({orch.instance.n} μops) after "
+        f"{len(orch.search.evaluations)} evaluations; {orch.cycles} cycles "
+        f"({orch.result.method}), bound {orch.result.bound:.0f}; {orch.runtime_s:.1f} s"
+        + ("" if orch.complete else " (time limit: incomplete)")
     )
     return 0
 
 
+def shape(text: str) -> tuple[int, int, int, int]:
+    """``H,W,IC,OC``: four positive integers (the design space checks the rest)."""
+    try:
+        vals = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        vals = ()
+    if len(vals) != 4 or min(vals) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected H,W,IC,OC (four positive integers), got {text!r}"
+        )
+    return vals
+
+
+def executor_spec(text: str) -> str:
+    """``local`` or ``dask://HOST:PORT``."""
+    if text != "local" and not text.startswith("dask://"):
+        raise argparse.ArgumentTypeError(f"expected local or dask://HOST:PORT, got {text!r}")
+    return text
+
+
 def report(orch: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """``report.json``: the search and the final schedule (baselines: not built yet, null)."""
-    res = orch.result
+    """``report.json``: the search and the final schedule. The baselines (``baseline1_cycles``,
+    ``baseline2_cycles``) and ``hur`` are null here: the Tables I–III bench fills them."""
+    res, space = orch.result, orch.search.space
     return {
         "network": orch.network,
         "arch": orch.arch,
@@ -54,7 +79,9 @@ def report(orch: Any, args: argparse.Namespace) -> dict[str, Any]:
         "objective": args.objective,
         "inner": args.inner,
         "seed": args.seed,
+        "q": args.q,
         "best_s": list(orch.search.best.s),
+        "uops": orch.instance.n,
         "cycles": orch.cycles,
         "bound": res.bound,
         "gap": res.gap,
@@ -64,19 +91,22 @@ def report(orch: Any, args: argparse.Namespace) -> dict[str, Any]:
         "baseline2_cycles": None,
         "hur": None,
         "runtime_s": round(orch.runtime_s, 3),
-        "complete": orch.search.complete,
+        "complete": orch.complete,
         "design_space": {
-            "feasible": len(orch.search.space),
-            "infeasible": orch.search.space.infeasible,
+            "feasible": len(space),
+            "infeasible_memory": space.infeasible,
+            "over_max_uops": space.too_large,
+            "max_uops": space.max_uops,
         },
         "evaluations": [
             {
                 "s": list(e.s),
                 "E": e.entropy,
                 "makespan": e.makespan,
-                "feasible": True,
+                "feasible": e.feasible,
                 "uops": e.uops,
                 "seconds": round(e.seconds, 3),
+                **({"note": e.note} if e.note else {}),
             }
             for e in orch.search.evaluations
         ],  # fmt: skip
@@ -108,13 +138,30 @@ def add_parser(sub: Any) -> None:
                    help="entropy: Klotski eq. 3 (alpha = mean μop latency); makespan")  # fmt: skip
     o.add_argument("--inner", choices=["list", "twostage", "joint"], default="list",
                    help="scheduler inside the loop (exact ones only on small cases)")  # fmt: skip
-    o.add_argument("--time-limit", type=positive_float, help="seconds for the search")
+    o.add_argument("--time-limit", type=positive_float,
+                   help="seconds for the whole run; a run stopped by it reports its best so far, "
+                   "marked incomplete")  # fmt: skip
     o.add_argument("--final-time-limit", type=positive_float, default=60.0,
-                   help="seconds per exact stage on the best partition (default 60)")  # fmt: skip
+                   help="seconds per exact stage on the best partition, and per evaluation with "
+                   "--inner twostage|joint (default 60)")  # fmt: skip
+    o.add_argument(
+        "--s",
+        type=shape,
+        action="append",
+        metavar="H,W,IC,OC",
+        help="a shape to evaluate first (repeatable; must be in the design space)",
+    )
+    o.add_argument("--max-uops", type=int, help="leave out shapes with more μops "
+                   "(default: npusched.search.space.MAX_UOPS; 0: no cap)")  # fmt: skip
     o.add_argument("--seed", type=int, default=0)
     o.add_argument("--threads", type=positive_int, default=1, help="solver threads")
     o.add_argument("--q", type=positive_int, default=1, help="points proposed per step (qUCB)")
-    o.add_argument("--executor", default="local",
-                   help="with --q > 1: local (process pool) or dask://HOST:PORT")  # fmt: skip
+    o.add_argument(
+        "--executor",
+        type=executor_spec,
+        default="local",
+        help="local (a process pool, used with --q > 1) or dask://HOST:PORT",
+    )
+    o.add_argument("--workers", type=positive_int, help="local pool size (default: all cores)")
     o.add_argument("--out-dir", type=output_dir, required=True, help="folder for the files")
     o.set_defaults(func=run)

@@ -19,16 +19,12 @@ def _transfers(
 
     g = instance.graph
     delay = edge_delays(instance, schedule)
-    for e in np.flatnonzero(delay > 0).tolist():
-        p, q = int(g.src[e]), int(g.dst[e])
-        ax.barh(
-            int(schedule.core[q]) + 0.45,
-            int(delay[e]),
-            left=int(end[p]),
-            height=0.1,
-            color="tab:orange",
-            alpha=0.7,
-        )
+    moved = np.flatnonzero(delay > 0)
+    row = schedule.core[g.dst[moved]]
+    for k in np.unique(row).tolist():  # one collection per core: fast with 10⁵ transfers
+        e = moved[row == k]
+        spans = np.stack([end[g.src[e]], delay[e]], axis=1).tolist()
+        ax.broken_barh(spans, (k + 0.4, 0.1), facecolors="tab:orange", alpha=0.7)
 
 
 def _link_rows(ax: plt.Axes, inst: RoutedInstance, sched: RoutedSchedule) -> list[str]:
@@ -85,33 +81,23 @@ def gantt(
         )
     )
     cmap = plt.get_cmap("viridis_r")
-    for i in range(base.n):
+    colors = cmap(0.15 + 0.7 * crit)
+    for k in np.unique(schedule.core).tolist():  # one collection per core: fast with 10⁵ μops
+        on = np.flatnonzero(schedule.core == k)
+        spans = np.stack([schedule.start[on], end[on] - schedule.start[on]], axis=1).tolist()
+        ax.broken_barh(spans, (k - 0.4, 0.8), facecolors=colors[on], edgecolor="black",
+                       linewidth=0.4)  # fmt: skip
+    for i in range(base.n) if base.n <= label_limit else ():
         k, s, e = int(schedule.core[i]), int(schedule.start[i]), int(end[i])
-        ax.barh(
-            k,
-            e - s,
-            left=s,
-            height=0.8,
-            color=cmap(0.15 + 0.7 * crit[i]),
-            edgecolor="black",
-            linewidth=0.4,
-        )
-        if base.n <= label_limit:
-            ax.text(
-                (s + e) / 2,
-                k,
-                str(base.graph.ids[i]),
-                ha="center",
-                va="center",
-                fontsize=7,
-                color="white",
-            )
+        ax.text((s + e) / 2, k, str(base.graph.ids[i]), ha="center", va="center", fontsize=7,
+                color="white")  # fmt: skip
     labels = [f"core {c.id}" for c in base.accelerator.cores]
     if routed is not None and isinstance(schedule, RoutedSchedule):
         labels += _link_rows(ax, routed, schedule)
     else:
         _transfers(ax, base, schedule_, end)
     ax.axvline(ms, color="red", lw=1, ls="--")
+    ax.set_xlim(left=0)
     ax.set_yticks(np.arange(len(labels)), labels)
     ax.invert_yaxis()
     ax.set_xlabel("cycle")

@@ -4,22 +4,28 @@ The loop: Sobol initial points, then each iteration fits a Gaussian process to t
 far and evaluates the feasible, not yet evaluated shape of largest upper confidence bound
 (line 8). The GP is BoTorch's ``SingleTaskGP`` with an explicitly passed automatic-relevance-
 determination Matérn-5/2 kernel (line 7; BoTorch's default is an RBF kernel), float64 inputs in
-``[0, 1]^4`` (:meth:`DesignSpace.unit`) and standardised outcomes. The acquisition is evaluated on
-the whole enumerated feasible set, so no evaluation is spent on an infeasible shape and no
-continuous optimum has to be rounded. A seed makes the whole run repeatable.
+``[0, 1]^4`` (:meth:`DesignSpace.unit`) and standardised outcomes (BoTorch's ``Standardize``) of
+the logarithm of the score (:func:`npusched.search.objective.gp_target`). The acquisition is
+evaluated on the whole enumerated feasible set, so no evaluation is spent on a shape known to be
+infeasible and no continuous optimum has to be rounded. A shape whose scheduler found no verified
+schedule is marked visited and left out of the GP's data. A seed makes the whole run repeatable:
+the Sobol sequence is scrambled with it, ``torch.manual_seed`` and numpy's generator are set from
+it, and the GP fit starts from BoTorch's deterministic initial hyperparameters.
 """
 
 from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from botorch.acquisition import UpperConfidenceBound, qUpperConfidenceBound
+from botorch.exceptions.errors import ModelFittingError
+from botorch.exceptions.warnings import OptimizationWarning
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.models.transforms.outcome import Standardize
@@ -30,7 +36,7 @@ from gpytorch.utils.warnings import NumericalWarning
 from torch.quasirandom import SobolEngine
 from tqdm import tqdm
 
-from npusched.search.objective import Evaluation
+from npusched.search.evaluate import Evaluation
 from npusched.search.space import DesignSpace, Shape4
 
 UCB_BETA = 2.0
@@ -38,12 +44,20 @@ UCB_BETA = 2.0
 
 
 def gp_model(x: torch.Tensor, y: torch.Tensor) -> SingleTaskGP:
-    """The fitted GP of Algorithm 1, line 7: ARD Matérn-5/2, float64, standardised outcomes."""
+    """The fitted GP of Algorithm 1, line 7: ARD Matérn-5/2, float64, standardised outcomes.
+
+    ``fit_gpytorch_mll`` retries a fit whose optimizer stops abnormally (with fresh seeded
+    hyperparameters); if every attempt fails the GP keeps its last hyperparameters instead of
+    ending the search."""
     kernel = ScaleKernel(MaternKernel(nu=2.5, ard_num_dims=x.shape[-1]))
     gp = SingleTaskGP(x, y, covar_module=kernel, outcome_transform=Standardize(m=1))
     with warnings.catch_warnings():  # tiny negative variances are rounded up, as they should be
         warnings.simplefilter("ignore", NumericalWarning)
-        fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
+        warnings.simplefilter("ignore", OptimizationWarning)
+        try:
+            fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
+        except ModelFittingError:
+            gp.eval()
     return gp
 
 
@@ -69,8 +83,15 @@ class SearchResult:
     complete: bool = True
 
     @property
+    def feasible(self) -> list[Evaluation]:
+        return [e for e in self.evaluations if e.feasible]
+
+    @property
     def best(self) -> Evaluation:
-        return max(self.evaluations, key=lambda e: e.score)
+        """The feasible evaluation of largest score (the first on ties); a ValueError if none."""
+        if not self.feasible:
+            raise ValueError("no evaluated shape has a verified schedule")
+        return max(self.feasible, key=lambda e: e.score)
 
 
 def bayes_search(
@@ -83,56 +104,78 @@ def bayes_search(
     progress: bool = True,
     q: int = 1,
     executor: Executor | None = None,
+    first: Sequence[int] = (),
 ) -> SearchResult:
     """Algorithm 1 over ``space`` with at most ``budget`` evaluations (the paper's default 50),
-    stopping early at ``deadline`` (``time.perf_counter()``; then ``complete`` is false).
+    stopping early at ``deadline`` (``time.perf_counter()``; then ``complete`` is false) once a
+    shape has a verified schedule.
 
-    With ``q > 1`` each step proposes ``q`` points (qUCB, chosen sequentially greedy over the
-    feasible set by :func:`botorch.optim.optimize_acqf_discrete`) and evaluates them through
-    ``executor`` (any ``concurrent.futures`` executor: a process pool, Dask's); the Sobol starts
-    are evaluated the same way, ``q`` at a time."""
+    The points ``first`` (indices into ``space``, e.g. a user's shapes) and ``n_init`` Sobol
+    points (line 1) come first; then each step fits the GP and proposes ``q`` points: the UCB's
+    argmax over the unvisited feasible points for ``q = 1``, qUCB chosen sequentially greedy over
+    them by :func:`botorch.optim.optimize_acqf_discrete` for ``q > 1``. Each batch is evaluated
+    through ``executor`` (any ``concurrent.futures`` executor: a process pool, Dask's) or in this
+    process."""
     if budget < 1:
         raise ValueError(f"the budget must be at least 1, got {budget}")
     if q < 1:
         raise ValueError(f"q must be at least 1, got {q}")
     torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
     x_all = torch.tensor(space.unit(), dtype=torch.float64)
     budget = min(budget, len(space))
     out = SearchResult(space)
     seen: list[int] = []
-    starts = sobol_starts(space, min(n_init, budget), seed)
-    bar = tqdm(total=budget, disable=not progress, desc="search", unit="s")
-    while len(seen) < budget:
-        if deadline is not None and time.perf_counter() > deadline:
-            out.complete = False
-            break
-        size = min(q, budget - len(seen))
-        if starts:
-            batch, starts = starts[:size], starts[size:]
-            preds: list[tuple[float, float] | None] = [None] * len(batch)
-        else:
-            batch, preds = _next_points(x_all, seen, out.evaluations, size)  # type: ignore[assignment]
-        shapes = [space.points[k] for k in batch]
-        results = (
-            list(executor.map(evaluate, shapes)) if executor else [evaluate(s) for s in shapes]
-        )
-        out.evaluations += results
-        out.predicted += preds
-        seen += batch
-        best = out.best
-        bar.set_postfix(best_E=f"{best.entropy:.3g}", best_makespan=best.makespan)
-        bar.update(len(batch))
-    bar.close()
+    starts = list(dict.fromkeys(first))[:budget]
+    starts += [k for k in sobol_starts(space, min(n_init, budget), seed) if k not in starts]
+    bar = tqdm(total=budget, disable=not progress, desc="search", unit="eval")
+    try:
+        while len(seen) < budget:
+            if deadline is not None and out.feasible and time.perf_counter() > deadline:
+                out.complete = False
+                break
+            size = min(q, budget - len(seen))
+            preds: list[tuple[float, float] | None]
+            if starts:
+                batch, starts = starts[:size], starts[size:]
+                preds = [None] * len(batch)
+            elif len(out.feasible) < 2:  # too little to fit a GP: a seeded random draw
+                free = np.setdiff1d(np.arange(len(space)), seen)
+                batch = [int(k) for k in rng.choice(free, size=size, replace=False)]
+                preds = [None] * len(batch)
+            else:
+                batch, preds = _next_points(x_all, seen, out.evaluations, size)  # type: ignore[assignment]
+            shapes = [space.points[k] for k in batch]
+            results = (
+                list(executor.map(evaluate, shapes)) if executor else list(map(evaluate, shapes))
+            )
+            out.evaluations += results
+            out.predicted += preds
+            seen += batch
+            _show(bar, out, len(batch))
+    finally:
+        bar.close()
     return out
+
+
+def _show(bar: tqdm, out: SearchResult, done: int) -> None:
+    """The progress bar's postfix: the best E and the best makespan so far."""
+    if out.feasible:
+        best = out.best
+        shortest = min(e.makespan for e in out.feasible if e.makespan is not None)
+        e = "-" if best.entropy is None else f"{best.entropy:.3g}"
+        bar.set_postfix(best_E=e, best_makespan=shortest, refresh=False)
+    bar.update(done)
 
 
 def _next_points(
     x_all: torch.Tensor, seen: list[int], evaluations: list[Evaluation], q: int
 ) -> tuple[list[int], list[tuple[float, float]]]:
-    """Line 8: the ``q`` unvisited points of largest (q)UCB, with the GP's mean and sd there."""
-    x = x_all[seen]
-    y = torch.tensor([[e.score] for e in evaluations], dtype=torch.float64)
-    gp = gp_model(x, y)
+    """Line 8: the ``q`` unvisited points of largest (q)UCB, with the GP's mean and sd there
+    (in the GP's units: the logarithm of the score)."""
+    fit = [k for k, e in zip(seen, evaluations, strict=True) if e.target is not None]
+    y = torch.tensor([[e.target] for e in evaluations if e.target is not None], dtype=torch.float64)
+    gp = gp_model(x_all[fit], y)
     free = torch.ones(len(x_all), dtype=torch.bool)
     free[seen] = False
     cand = x_all[free]

@@ -1,14 +1,19 @@
 """Klotski's orchestration end to end (Fig. 4): Bayesian optimization of the partition around a
 fast inner scheduler, then the exact stages on the best partition.
 
-1. :func:`~npusched.search.bo.bayes_search` over the feasible shapes ``s``, each evaluated by
-   :func:`~npusched.search.objective.evaluate` with the ``inner`` method (``list``: the list
+1. :func:`~npusched.search.bo.bayes_search` over the design space
+   (:class:`~npusched.search.space.DesignSpace`), each shape evaluated by
+   :func:`~npusched.search.evaluate.evaluate` with the ``inner`` method (``list``: the list
    scheduler with NoC delays; ``twostage`` or ``joint`` on small cases);
-2. on the best ``s``: Klotski's two stages (``twostage``: the slot ILP of eq. 16–18 with one
-   time slot per cycle, i.e. μop latencies in cycles are used as they are, then the mapping MIP of
-   eq. 9–14 on those slots, re-timed on the NoC), then ``joint`` (CP-SAT, eq. 15) warm-started
-   from the best schedule so far; each under ``final_time_limit`` and only where the method
-   applies. The best verified schedule wins; ``joint``'s proven bound is reported.
+2. on the best ``s``: Klotski's two stages (:func:`~npusched.search.evaluate.two_stages`: the slot
+   ILP of eq. 16–18 on a time-quantised copy — the quantum and its rounding are stated there —
+   then the mapping MIP of eq. 9–14, executed back in cycles on the NoC), then ``joint`` (CP-SAT,
+   eq. 15) warm-started from the best schedule so far; each under ``final_time_limit`` and only
+   where it applies. The shortest verified schedule wins; the bound is the larger of the trivial
+   one (critical path, load) and ``joint``'s proven one.
+
+With a ``time_limit`` the whole run stops there: the search ends early (``complete`` false) and
+the final stages get what is left; the best result so far is returned either way.
 """
 
 from __future__ import annotations
@@ -22,16 +27,15 @@ from typing import Any
 from npusched.arch.model import Arch
 from npusched.methods import solve
 from npusched.methods.registry import applicable
+from npusched.partition.api import partition_network
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.schedule import Schedule
 from npusched.search.bo import SearchResult, bayes_search
-from npusched.search.objective import evaluate
-from npusched.search.space import DesignSpace
+from npusched.search.evaluate import INNER, best_of, evaluate, two_stages
+from npusched.search.space import MAX_UOPS, DesignSpace, Shape4
 from npusched.solvers.result import Result, Status
 from npusched.verify import check
 from npusched.workload.network import Network
-
-INNER = ("list", "twostage", "joint")
 
 
 @dataclass
@@ -45,6 +49,7 @@ class Orchestration:
     result: Result
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
     runtime_s: float = 0.0
+    complete: bool = True
 
     @property
     def schedule(self) -> Schedule:
@@ -65,14 +70,47 @@ def _stage(inst: SchedulingInstance, method: str, warm: Schedule, limit: float, 
             "why": "no time left" if limit <= 0 else "not applicable",
         }
     try:
-        res = solve(inst, method, time_limit=limit, threads=threads, seed=seed, warm_start=warm)
-    except ValueError as err:  # e.g. the slot ILP's size guard on large partitions
+        if method == "twostage":
+            res, extra = two_stages(inst, limit, threads, seed, warm)
+        else:
+            res = solve(inst, method, time_limit=limit, threads=threads, seed=seed,
+                        warm_start=warm)  # fmt: skip
+            extra = {}
+    except ValueError as err:  # a model that refuses this instance
         return None, {"status": "skipped", "why": str(err)}
     info: dict[str, Any] = {"status": res.status.value, "objective": res.objective,
                             "bound": res.bound, "runtime_s": round(res.runtime_s, 3)}  # fmt: skip
+    info.update({k: v for k, v in extra.items() if k != "stats"})
     if not isinstance(res.solution, Schedule) or not check(inst, res.solution).ok:
+        info["verified"] = False
         return None, info
     return res, info
+
+
+def final_stages(
+    inst: SchedulingInstance,
+    start: Result,
+    limit: float,
+    threads: int = 1,
+    seed: int = 0,
+    deadline: float | None = None,
+) -> tuple[Result, dict[str, dict[str, Any]]]:
+    """Step 2 of the module docstring from ``start`` (the search's best schedule)."""
+    assert isinstance(start.solution, Schedule)
+    results, stages = [start], {}
+    for method in ("twostage", "joint"):
+        left = limit if deadline is None else min(limit, deadline - time.perf_counter())
+        warm = best_of(inst, results).solution
+        assert isinstance(warm, Schedule)
+        res, stages[method] = _stage(inst, method, warm, left, threads, seed)
+        if res is not None:
+            results.append(res)
+    best = best_of(inst, results)
+    bounds = [r.bound for r in results if r.bound is not None and r.method != "twostage"]
+    best.bound = max([float(inst.lower_bound()), *bounds])
+    assert isinstance(best.solution, Schedule)
+    best.objective = float(best.solution.makespan(inst))
+    return best, stages
 
 
 def orchestrate(
@@ -88,35 +126,30 @@ def orchestrate(
     q: int = 1,
     executor: Executor | None = None,
     progress: bool = True,
+    first: tuple[Shape4, ...] = (),
+    max_uops: int | None = MAX_UOPS,
 ) -> Orchestration:
-    """Steps 1–2 of the module docstring. ``time_limit`` bounds the search (the run is then
-    marked incomplete); the final stages get ``final_time_limit`` each."""
+    """Steps 1–2 of the module docstring. ``time_limit`` bounds the whole run; ``first`` are
+    shapes to evaluate before the Sobol points (a ValueError if one is outside the space)."""
     if inner not in INNER:
         raise ValueError(f"unknown inner method {inner!r}; choose from {', '.join(INNER)}")
     t0 = time.perf_counter()
-    space = DesignSpace.build(net, arch)
+    space = DesignSpace.build(net, arch, max_uops)
+    starts = [space.locate(net, arch, s) for s in first]
     run = functools.partial(evaluate, net, arch, objective=objective, method=inner,
                             time_limit=final_time_limit, threads=threads, seed=seed)  # fmt: skip
     deadline = None if time_limit is None else t0 + time_limit
     found = bayes_search(space, run, budget, seed=seed, deadline=deadline, progress=progress,
-                         q=q, executor=executor)  # fmt: skip
+                         q=q, executor=executor, first=starts)  # fmt: skip
     best = found.best
-    inst, sched = best.instance, best.schedule
-    result = Result(Status.FEASIBLE, inner, "none", float(best.makespan), inst.lower_bound(),
-                    solution=sched, seed=seed)  # fmt: skip
-    stages: dict[str, dict[str, Any]] = {}
-    for method in ("twostage", "joint"):
-        res, stages[method] = _stage(inst, method, sched, final_time_limit, threads, seed)
-        new = None if res is None else res.solution
-        if (
-            res is not None
-            and isinstance(new, Schedule)
-            and new.makespan(inst) < sched.makespan(inst)
-        ):
-            result, sched = res, new
-    joint = stages.get("joint", {})
-    if joint.get("bound") is not None and (result.bound is None or joint["bound"] > result.bound):
-        result.bound = float(joint["bound"])
-    result.objective = float(sched.makespan(inst))
-    runtime = time.perf_counter() - t0
-    return Orchestration(net.name, arch.name, found, inst, result, stages, runtime)
+    inst = partition_network(net, arch, "klotski", s=best.s)  # rebuilt: evaluations stay light
+    assert best.schedule is not None and best.makespan == best.schedule.makespan(inst)
+    start = Result(Status.FEASIBLE, inner, "none", float(best.makespan), solution=best.schedule,
+                   seed=seed)  # fmt: skip
+    result, stages = final_stages(inst, start, final_time_limit, threads, seed, deadline)
+    complete = found.complete and all(
+        st.get("why") != "no time left" and st.get("status") != "time_limit_no_solution"
+        for st in stages.values()
+    )
+    return Orchestration(net.name, arch.name, found, inst, result, stages,
+                         time.perf_counter() - t0, complete)  # fmt: skip

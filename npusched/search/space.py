@@ -5,11 +5,21 @@
 - ``ic`` and ``oc``: multiples of the PE array's unrolling of ``C`` and ``K`` (remainder-free,
   §III-B: "ic and oc should be multiple of m and n"), doubling from one array width up to the
   network's largest channel count (a geometric grid: the linear one has thousands of values).
-- Shapes that cut every layer alike (they differ only above some layer's extents) are one point:
-  the smallest of them stays.
-- Feasibility (§III-B, end): a shape whose μtensor exceeds a core's on-chip memory is infeasible
-  (:func:`npusched.partition.api.over_memory`). The feasible set is enumerated up front, so
-  Bayesian optimization never spends an evaluation on an infeasible shape.
+- Shapes that cut every layer alike (equal tile sizes in every layer: they differ only above
+  some layer's extents, or in ``ic`` where the reduction stays whole) are one point: the smallest
+  of them stays.
+- One ``s`` serves every layer: :func:`~npusched.partition.schemes.klotski_tiling` clips it to
+  each layer's extents (a layer smaller than ``h`` is whole in height) and cuts what does not
+  divide into remainder μtensors (§III-B, Fig. 5).
+- Feasibility (§III-B, end): a shape whose μtensor (input box + weights + output tile, in the
+  partitioner's element and partial-sum bytes: :func:`npusched.partition.api.footprint`) exceeds
+  the smallest core's on-chip memory is infeasible (:func:`npusched.partition.api.over_memory`).
+- Size (ours, not the paper's): a shape that cuts the network into more than ``max_uops`` μops is
+  left out too. Eq. 3 with α = the mean μop latency grows like ``n ln n`` with the μop count ``n``
+  (:mod:`npusched.search.objective`), so without a cap the search runs to the finest shapes —
+  1.5 million μops and gigabytes per evaluation on ResNet-18 — where no exact stage can follow.
+- Both sets are enumerated up front, so Bayesian optimization never spends an evaluation on an
+  infeasible shape.
 
 Points are mapped to ``[0, 1]^4`` by the base-2 logarithm of each coordinate, normalised by the
 largest value of that axis.
@@ -24,9 +34,14 @@ import numpy as np
 
 from npusched.arch.model import Arch
 from npusched.partition.api import KlotskiMemory
+from npusched.partition.schemes import klotski_tiling
 from npusched.workload.network import Network
 
 Shape4 = tuple[int, int, int, int]
+
+MAX_UOPS = 5000
+"""Default cap on a shape's μop count (module docstring): the list scheduler evaluates such a
+partition in well under a second, and the exact final stages still build their models."""
 
 
 def divisors_and_powers(n: int) -> list[int]:
@@ -43,15 +58,43 @@ def multiples(unit: int, top: int) -> list[int]:
     return out
 
 
+class Cuts:
+    """What ``s`` does to each layer (:func:`~npusched.partition.api.klotski_tilings`): the tile
+    sizes, layer by layer (equal for equal partitions), and the μop count; each layer's tiling is
+    computed once per distinct clipped shape."""
+
+    def __init__(self, net: Network, arch: Arch) -> None:
+        self.net, self.memory = net, KlotskiMemory(net, arch)
+        self.unroll = {k: v for k, v in arch.cores[0].pe_unroll.items() if "*" not in k}
+        self.cache: dict[tuple[str, tuple[int, ...]], tuple[tuple[int, ...], int]] = {}
+
+    def __call__(self, s: Shape4) -> tuple[tuple[tuple[int, ...], ...], int]:
+        sig, total = [], 0
+        for layer in self.net.layers:
+            key = (layer.name, self.memory.clipped(layer, s))
+            if key not in self.cache:
+                t = klotski_tiling(self.net, layer, s, self.unroll)
+                self.cache[key] = (tuple(int(t.lengths(d)[0]) for d in range(4)), t.size)
+            tiles, n = self.cache[key]
+            sig.append(tiles)
+            total += n
+        return tuple(sig), total
+
+
 @dataclass(frozen=True)
 class DesignSpace:
     """The feasible shapes of one network on one architecture, and their normalised inputs."""
 
     points: tuple[Shape4, ...]
     infeasible: int
+    uops: tuple[int, ...] = ()
+    too_large: int = 0
+    max_uops: int | None = None
 
     @classmethod
-    def build(cls, net: Network, arch: Arch) -> DesignSpace:
+    def build(cls, net: Network, arch: Arch, max_uops: int | None = MAX_UOPS) -> DesignSpace:
+        """The feasible shapes of ``net`` on ``arch`` with at most ``max_uops`` μops (``None``:
+        no cap); a ValueError when none is left."""
         unroll = arch.cores[0].pe_unroll
         shapes = [net.shapes[ly.name] for ly in net.layers]
         hmax = max(s[1] for s in shapes)
@@ -63,20 +106,24 @@ class DesignSpace:
             multiples(int(unroll.get("C", 1)), cmax),
             multiples(int(unroll.get("K", 1)), cmax),
         )
-        memory = KlotskiMemory(net, arch)
-        feasible, bad, seen = [], 0, set()
+        cuts = Cuts(net, arch)
+        feasible, sizes, bad, large, seen = [], [], 0, 0, set()
         for s in itertools.product(*axes):
-            sig = memory.signature(s)  # the smallest s of each distinct partition stays
+            sig, n = cuts(s)  # the smallest s of each distinct partition stays
             if sig in seen:
                 continue
             seen.add(sig)
-            if memory.violation(s):
+            if cuts.memory.violation(s):
                 bad += 1
+            elif max_uops is not None and n > max_uops:
+                large += 1
             else:
                 feasible.append(s)
+                sizes.append(n)
         if not feasible:
-            raise ValueError(f"no μtensor shape of {net.name} fits the core memory of {arch.name}")
-        return cls(tuple(feasible), bad)
+            why = "fits the core memory" + ("" if max_uops is None else f" in ≤ {max_uops} μops")
+            raise ValueError(f"no μtensor shape of {net.name} {why} of {arch.name}")
+        return cls(tuple(feasible), bad, tuple(sizes), large, max_uops)
 
     def __len__(self) -> int:
         return len(self.points)
@@ -93,3 +140,28 @@ class DesignSpace:
             return self.points.index(tuple(s))
         except ValueError:
             raise ValueError(f"s = {s} is not a feasible point of the design space") from None
+
+    def locate(self, net: Network, arch: Arch, s: Shape4) -> int:
+        """The point that cuts ``net`` as a user's ``s`` does, or a ValueError naming why ``s``
+        is outside the space (not positive, not remainder-free, over the core memory, too many
+        μops)."""
+        s = tuple(int(v) for v in s)  # type: ignore[assignment]
+        unroll = arch.cores[0].pe_unroll
+        k, c = int(unroll.get("K", 1)), int(unroll.get("C", 1))
+        if len(s) != 4 or min(s) < 1:
+            raise ValueError(f"s = {s}: four positive sizes h, w, ic, oc are needed")
+        if s[2] % c or s[3] % k:
+            raise ValueError(
+                f"s = {s} is not remainder-free: ic must be a multiple of {c} and oc of {k} "
+                f"(the PE array of {arch.name}, Klotski §III-B)"
+            )
+        cuts = Cuts(net, arch)
+        if why := cuts.memory.violation(s):
+            raise ValueError(f"s = {s} is infeasible: {why}")
+        sig, n = cuts(s)
+        for j, p in enumerate(self.points):
+            if cuts(p)[0] == sig:
+                return j
+        if self.max_uops is not None and n > self.max_uops:
+            raise ValueError(f"s = {s} cuts {net.name} into {n} μops, over the cap {self.max_uops}")
+        raise ValueError(f"s = {s} is not a point of the design space of {net.name}")

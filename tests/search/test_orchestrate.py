@@ -11,8 +11,8 @@ from conftest import run_cli
 from npusched.arch import load_arch
 from npusched.partition.api import resolve_network
 from npusched.search.bo import bayes_search
+from npusched.search.evaluate import evaluate
 from npusched.search.executor import open_executor
-from npusched.search.objective import evaluate
 from npusched.search.space import DesignSpace
 
 
@@ -27,29 +27,56 @@ def test_cli_writes_verified_files(tmp_path):
         assert (out / name).stat().st_size > 0, name
     rep = json.loads((out / "report.json").read_text())
     assert rep["budget"] == 6 and len(rep["evaluations"]) == 6 and rep["complete"]
+    assert all(e["feasible"] for e in rep["evaluations"])
     assert rep["best_s"] == max(rep["evaluations"], key=lambda e: e["E"])["s"]
-    assert rep["bound"] <= rep["cycles"]
+    assert rep["bound"] <= rep["cycles"] <= min(e["makespan"] for e in rep["evaluations"] if
+                                                  e["s"] == rep["best_s"])  # fmt: skip
     assert set(rep["stages"]) == {"twostage", "joint"}
+    assert rep["stages"]["twostage"]["quantum_cycles"] >= 1
+    assert rep["baseline1_cycles"] is None and rep["design_space"]["feasible"] > 6
     verified = run_cli("verify", out / "instance.json", out / "solution.json")
     assert verified.returncode == 0 and f"makespan {rep['cycles']}" in verified.stdout
     assert json.loads((out / "solution.json").read_text())["makespan"] == rep["cycles"]
 
 
+def test_time_limit_writes_the_best_so_far(tmp_path):
+    """A run stopped by its time limit still writes verified files, marked incomplete."""
+    out = tmp_path / "cut"
+    proc = run_cli("orchestrate", "--network", "lenet", "--arch", "klotski-3x3", "--budget", 50,
+                   "--time-limit", 0.01, "--out-dir", out)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rep = json.loads((out / "report.json").read_text())
+    assert not rep["complete"] and 1 <= len(rep["evaluations"]) < 50
+    assert {st["why"] for st in rep["stages"].values()} == {"no time left"}
+    assert "incomplete" in proc.stdout
+    verified = run_cli("verify", out / "instance.json", out / "solution.json")
+    assert verified.returncode == 0, verified.stdout
+
+
+LENET = ["--network", "lenet", "--arch", "klotski-3x3"]
+
+
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["--network", "lenet", "--arch", "klotski-3x3", "--budget", "0"], "at least 1"),
+        ([*LENET, "--budget", "0"], "at least 1"),
         (["--network", "nonet", "--arch", "klotski-3x3", "--budget", "2"], "nonet"),
         (["--network", "lenet", "--arch", "nope", "--budget", "2"], "nope"),
+        ([*LENET, "--s", "4,4,13,14"], "remainder-free"),
+        ([*LENET, "--s", "4,4,12"], "H,W,IC,OC"),
+        ([*LENET, "--s", "1,1,12,14", "--max-uops", "10"], "over the cap 10"),
+        ([*LENET, "--executor", "spark://x"], "dask://HOST:PORT"),
     ],
 )
 def test_bad_input_exits_2(tmp_path, args, message):
     proc = run_cli("orchestrate", *args, "--out-dir", tmp_path / "x")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and message in proc.stderr
+    assert not (tmp_path / "x").exists()  # nothing half-written
 
 
 def test_dask_cluster_gives_the_local_results():
-    """q = 2 points per step evaluated on a Dask LocalCluster equal the in-process run."""
+    """q = 2 points per step (qUCB) evaluated on a Dask LocalCluster or a process pool equal
+    the in-process run."""
     from distributed import LocalCluster
 
     net, arch = resolve_network("lenet"), load_arch("klotski-3x3")
@@ -62,7 +89,13 @@ def test_dask_cluster_gives_the_local_results():
     with cluster, open_executor(f"dask://{cluster.scheduler_address}") as executor:
         remote = bayes_search(space, run, budget=6, n_init=2, seed=1, q=2, executor=executor,
                               progress=False)  # fmt: skip
-    assert [e.s for e in remote.evaluations] == [e.s for e in local.evaluations]
-    assert [e.makespan for e in remote.evaluations] == [e.makespan for e in local.evaluations]
+    with open_executor("local", workers=2) as pool:
+        pooled = bayes_search(space, run, budget=6, n_init=2, seed=1, q=2, executor=pool,
+                              progress=False)  # fmt: skip
+    for other in (remote, pooled):
+        assert [e.s for e in other.evaluations] == [e.s for e in local.evaluations]
+        assert [e.makespan for e in other.evaluations] == [e.makespan for e in local.evaluations]
+        assert [e.entropy for e in other.evaluations] == [e.entropy for e in local.evaluations]
+    assert all(p is not None for p in local.predicted[2:])  # q = 2 points per GP step
     with pytest.raises(ValueError, match="unknown executor"), open_executor("spark://x"):
         pass

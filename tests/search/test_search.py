@@ -13,7 +13,8 @@ from gpytorch.kernels import MaternKernel, ScaleKernel
 from npusched.arch import load_arch
 from npusched.partition.api import partition_network, resolve_network
 from npusched.search.bo import bayes_search, gp_model, sobol_starts
-from npusched.search.objective import Evaluation, entropy_score, evaluate
+from npusched.search.evaluate import Evaluation, evaluate, two_stages
+from npusched.search.objective import entropy_score, gp_target
 from npusched.search.space import DesignSpace, divisors_and_powers, multiples
 from npusched.verify import check
 
@@ -76,15 +77,16 @@ def test_gp_is_ard_matern52_float64():
     assert gp.train_inputs[0].dtype == torch.float64
 
 
-def _fake(space: DesignSpace):
-    """A cheap deterministic score with its maximum at one known point."""
+def _fake(space: DesignSpace, bad: frozenset = frozenset()):
+    """A cheap deterministic E with its maximum at one known point; shapes in ``bad`` fail."""
     target = np.asarray(space.unit()[len(space) // 3])
     unit = space.unit()
 
     def run(s):
-        u = unit[space.index(s)]
-        score = -float(((u - target) ** 2).sum())
-        return Evaluation(s, score, score, 1, 1, 0.0, None, None)  # type: ignore[arg-type]
+        if s in bad:
+            return Evaluation(s, "entropy", None, None, 1, 0.0, feasible=False, note="no")
+        e = math.exp(-float(((unit[space.index(s)] - target) ** 2).sum()))
+        return Evaluation(s, "entropy", e, 1, 1, 0.0)
 
     return run
 
@@ -112,8 +114,65 @@ def test_real_evaluations_are_verified(lenet_space):
     res = bayes_search(space, lambda s: evaluate(net, arch, s), budget=3, n_init=2, seed=0,
                        progress=False)  # fmt: skip
     for e in res.evaluations:
-        assert check(e.instance, e.schedule).ok
-        assert e.makespan == e.schedule.makespan(e.instance)
-        assert e.score == pytest.approx(entropy_score(e.instance.min_duration, e.makespan))
+        inst = partition_network(net, arch, "klotski", s=e.s)
+        assert check(inst, e.schedule).ok and inst.n == e.uops
+        assert e.makespan == e.schedule.makespan(inst)
+        assert e.score == pytest.approx(entropy_score(inst.min_duration, e.makespan))
+        assert e.target == pytest.approx(math.log(e.score))
     with pytest.raises(ValueError, match="budget"):
         bayes_search(space, lambda s: evaluate(net, arch, s), budget=0)
+
+
+def test_uop_cap_leaves_out_large_partitions(lenet_space):
+    net, arch, full = lenet_space
+    capped = DesignSpace.build(net, arch, max_uops=40)
+    assert capped.too_large > 0 and len(capped) + capped.too_large == len(full)
+    assert max(capped.uops) <= 40 < max(full.uops)
+    for s, n in list(zip(capped.points, capped.uops, strict=True))[::7]:
+        assert partition_network(net, arch, "klotski", s=s).n == n
+    with pytest.raises(ValueError, match="over the cap 40"):
+        capped.locate(net, arch, full.points[int(np.argmax(full.uops))])
+
+
+def test_locate_names_why_a_shape_is_outside(lenet_space):
+    net, arch, space = lenet_space
+    assert space.locate(net, arch, (64, 64, 12, 14)) == space.locate(net, arch, (28, 28, 12, 14))
+    with pytest.raises(ValueError, match="remainder-free"):
+        space.locate(net, arch, (4, 4, 13, 14))
+    with pytest.raises(ValueError, match="not a point"):
+        space.locate(net, arch, (3, 4, 12, 14))
+    small = dataclasses.replace(
+        arch,
+        cores=tuple(dataclasses.replace(c, memory_bytes=20_000, buffers={}) for c in arch.cores),
+    )
+    with pytest.raises(ValueError, match="infeasible"):
+        DesignSpace.build(net, small).locate(net, small, (28, 28, 12, 14))
+
+
+def test_gp_target_is_the_log_of_the_score():
+    assert gp_target("entropy", math.e**2, 5) == pytest.approx(2.0)
+    assert gp_target("makespan", 0.3, math.e**3) == pytest.approx(-3.0)
+    assert gp_target("entropy", 0.0, 5) < -600  # finite
+    with pytest.raises(ValueError, match="objective"):
+        evaluate(resolve_network("lenet"), load_arch("klotski-3x3"), (4, 4, 12, 14), "speed")
+
+
+def test_infeasible_evaluations_are_skipped(lenet_space):
+    """Shapes without a verified schedule are visited once, kept out of the GP, never best."""
+    _, _, space = lenet_space
+    bad = frozenset(space.points[k] for k in sobol_starts(space, 3, 2)[:2])
+    res = bayes_search(space, _fake(space, bad), budget=9, n_init=3, seed=2, progress=False)
+    assert {e.s for e in res.evaluations if not e.feasible} == bad
+    assert res.best.feasible and len({e.s for e in res.evaluations}) == 9
+    # one feasible start is too little for a GP: a seeded random point, then GP-UCB steps
+    assert res.predicted[3] is None and all(p is not None for p in res.predicted[4:])
+
+
+def test_two_stages_quantise_and_verify(lenet_space):
+    net, arch, _ = lenet_space
+    inst = partition_network(net, arch, "klotski", s=(4, 7, 12, 112))
+    res, info = two_stages(inst, time_limit=3)
+    assert info["quantum_cycles"] >= int(inst.min_duration[inst.min_duration > 0].min())
+    assert check(inst, res.solution).ok and res.bound == inst.lower_bound()
+    listed = evaluate(net, arch, (4, 7, 12, 112))
+    assert res.objective == res.solution.makespan(inst) <= listed.makespan
