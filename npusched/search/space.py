@@ -41,7 +41,8 @@ Shape4 = tuple[int, int, int, int]
 
 MAX_UOPS = 5000
 """Default cap on a shape's μop count (module docstring): the list scheduler evaluates such a
-partition in well under a second, and the exact final stages still build their models."""
+partition in a fraction of a second (the priority list) to a few seconds (earliest-task-first, up
+to ``ETF_LIMIT`` μops), and the exact final stages still build their models."""
 
 
 def divisors_and_powers(n: int) -> list[int]:

@@ -53,12 +53,14 @@ ALGORITHMS = ("auto", "etf", "priority")
 """``list_schedule``'s algorithms with NoC delays: ``auto`` = ETF up to :data:`ETF_LIMIT` μops,
 the priority list above."""
 
-ETF_LIMIT = 5000
+ETF_LIMIT = 1000
 """``auto`` runs earliest-task-first up to this many μops and the priority list above. ETF's cost
 grows with n × (ready μops): on ResNet-50 Klotski partitions (``npusched.bench.list_scaling``)
 4 791 μops took 1.2 s, 13 281 took 14 s and 41 821 took 78 s, against 0.02, 0.03 and 0.1 s for
-the priority list, with makespans within ±0.5 % of each other. Small instances thus keep the
-schedules (and warm starts) they had before the priority list existed."""
+the priority list, with makespans within ±0.5 % of each other; on wide graphs it is worse (LeNet
+cut into 1 255 μops with 6 728 edges on a 3 × 3 mesh: 4.6 s against 0.01 s, equal makespans).
+Small instances thus keep the schedules (and warm starts) they had before the priority list
+existed."""
 
 
 def resolve_priority(instance: SchedulingInstance, priority: Priority) -> np.ndarray:
