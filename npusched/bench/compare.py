@@ -106,6 +106,28 @@ def run_job(job: Job) -> dict[str, Any]:
     }
 
 
+def run_row(job: Job) -> dict[str, Any]:
+    """``run_job``, with an exception turned into the job's error row where it happens (in the
+    worker): only a plain dict comes back, whatever the error (Dask or a process pool need not
+    pickle it)."""
+    try:
+        return run_job(job)
+    except Exception as err:  # one bad job must not sink the sweep
+        return error_row(job, err)
+
+
+def error_row(job: Job, err: BaseException) -> dict[str, Any]:
+    """The row of a job that failed: status ``error`` and ``message`` (type and text)."""
+    return {
+        "instance": job.path,
+        "cores": job.cores,
+        "method": job.method,
+        "backend": job.backend or _default_backend(job.method),
+        "status": "error",
+        "message": f"{type(err).__name__}: {err}",
+    }
+
+
 def compare(
     jobs: Iterable[Job],
     executor: Executor | None = None,
@@ -114,8 +136,11 @@ def compare(
 ) -> list[dict[str, Any]]:
     """Run ``jobs`` in parallel and return their rows in job order.
 
-    By default a process pool with ``cpu_count // threads`` workers; pass any
-    ``concurrent.futures.Executor`` (e.g. Dask's ``Client.get_executor()``) to run elsewhere.
+    By default a process pool with ``workers`` (default ``cpu_count // threads``) processes,
+    shut down here; or any ``concurrent.futures.Executor`` (e.g. Dask's
+    ``Client.get_executor()``, see ``npusched.common.executor.open_executor``), left open for
+    its owner, and ``workers`` is not used. Each job sets its own solver threads. A job that
+    raises, or that the executor loses (a worker that died), is one error row; the others run on.
     """
     jobs = list(jobs)
     own = executor is None
@@ -125,7 +150,7 @@ def compare(
         executor = ProcessPoolExecutor(max_workers=workers)
     rows: list[dict[str, Any] | None] = [None] * len(jobs)
     try:
-        futures = {executor.submit(run_job, job): k for k, job in enumerate(jobs)}
+        futures = {executor.submit(run_row, job): k for k, job in enumerate(jobs)}
         bar = tqdm(
             total=len(jobs), disable=not progress, file=sys.stderr, unit="job", desc="compare"
         )
@@ -133,15 +158,8 @@ def compare(
             k = futures[fut]
             try:
                 rows[k] = fut.result()
-            except Exception as err:  # one bad job must not sink the sweep
-                rows[k] = {
-                    "instance": jobs[k].path,
-                    "cores": jobs[k].cores,
-                    "method": jobs[k].method,
-                    "backend": jobs[k].backend or _default_backend(jobs[k].method),
-                    "status": "error",
-                    "message": f"{type(err).__name__}: {err}",
-                }
+            except Exception as err:  # lost by the executor: a dead worker, a broken pool
+                rows[k] = error_row(jobs[k], err)
             bar.update()
         bar.close()
     finally:

@@ -56,6 +56,14 @@ def int_list(text: str) -> list[int]:
         ) from None
 
 
+def executor_spec(text: str) -> str:
+    """Where jobs run: ``local`` (a process pool here) or ``dask://HOST:PORT`` (a Dask distributed
+    scheduler; see ``npusched.common.executor.open_executor``)."""
+    if text != "local" and not (text.startswith("dask://") and text.removeprefix("dask://")):
+        raise argparse.ArgumentTypeError(f"expected local or dask://HOST:PORT, got {text!r}")
+    return text
+
+
 CONTENTION = "transfers hold the links of their XY route, one at a time per link (routed)"
 FREE = "Stream export: any core in each CN's possible_cores (default: Stream's allocation)"
 

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from npusched.cli.args import int_list, output_dir, output_file, positive_float, positive_int
+from npusched.cli.args import (
+    executor_spec,
+    int_list,
+    output_dir,
+    output_file,
+    positive_float,
+    positive_int,
+)
 from npusched.common.errors import InputError
 
 
 def run(args: argparse.Namespace) -> int:
     from npusched.bench.compare import Job, compare, summarize, table, write_csv
+    from npusched.common.executor import open_executor
 
     methods = []
     for spec in args.methods.split(","):
@@ -29,9 +39,11 @@ def run(args: argparse.Namespace) -> int:
         if path.endswith(".stg") and not args.cores:
             raise InputError(path, "--cores", "an .stg file needs --cores")
     cores_list: list[int | None] = list(args.cores) if args.cores else [None]
+    local = args.executor == "local"
+    where = str if local else os.path.abspath  # Dask workers need not share our working folder
     jobs = [
         Job(
-            str(p),
+            where(p),
             name,
             backend,
             c if str(p).endswith(".stg") else None,
@@ -39,14 +51,17 @@ def run(args: argparse.Namespace) -> int:
             args.threads,
             args.seed,
             precedence=args.precedence if name == "timeindexed" else "eq18",
-            solution_dir=args.solutions,
+            solution_dir=None if args.solutions is None else where(args.solutions),
         )
         for p in args.instances
         for c in cores_list
         for name, backend in methods
     ]
     jobs = list(dict.fromkeys(jobs))  # JSON instances ignore --cores: drop duplicates
-    rows = compare(jobs, workers=args.workers, progress=not args.quiet)
+    # local: compare's own process pool, --workers of cores / --threads by default
+    remote = nullcontext(None) if local else open_executor(args.executor)
+    with remote as executor:
+        rows = compare(jobs, executor, workers=args.workers, progress=not args.quiet)
     if args.csv:  # first, so that what finished is kept whatever follows
         write_csv(rows, args.csv)
     if not args.quiet or not args.csv:
@@ -72,7 +87,17 @@ def add_parser(sub: Any) -> None:
     m.add_argument("--cores", type=int_list, help="core counts for .stg files, e.g. 2,4,8,16")
     m.add_argument("--time-limit", type=positive_float, default=10.0, help="seconds per job")
     m.add_argument("--threads", type=positive_int, default=1, help="solver threads per job")
-    m.add_argument("--workers", type=positive_int, help="parallel jobs (default cores / threads)")
+    m.add_argument(
+        "--workers", type=positive_int, help="local parallel jobs (default cores / threads)"
+    )
+    m.add_argument(
+        "--executor",
+        type=executor_spec,
+        default="local",
+        help="local (a process pool of --workers) or dask://HOST:PORT (a Dask scheduler's "
+        "workers, --threads per job; files are read and --solutions written by the workers, "
+        "at the absolute paths)",
+    )
     m.add_argument("--seed", type=int, default=0)
     m.add_argument(
         "--precedence",

@@ -8,18 +8,19 @@ contract), ``report.json``, ``convergence.png``, ``gantt.png`` and ``heatmap.png
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any
 
-from npusched.cli.args import output_dir, positive_float, positive_int
+from npusched.cli.args import executor_spec, output_dir, positive_float, positive_int
 
 
 def run(args: argparse.Namespace) -> int:
     from npusched.arch import load_arch
+    from npusched.common.executor import open_executor
     from npusched.common.jsonio import write_json
     from npusched.io import write_instance, write_solution
     from npusched.partition.api import resolve_network
-    from npusched.search.executor import open_executor
     from npusched.search.orchestrate import orchestrate
     from npusched.search.space import MAX_UOPS
 
@@ -61,16 +62,9 @@ def shape(text: str) -> tuple[int, int, int, int]:
     return vals
 
 
-def executor_spec(text: str) -> str:
-    """``local`` or ``dask://HOST:PORT``."""
-    if text != "local" and not text.startswith("dask://"):
-        raise argparse.ArgumentTypeError(f"expected local or dask://HOST:PORT, got {text!r}")
-    return text
-
-
 def report(orch: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """``report.json``: the search and the final schedule. The baselines (``baseline1_cycles``,
-    ``baseline2_cycles``) and ``hur`` are null here: the Tables I–III bench fills them."""
+    """``report.json``: the search, the final schedule, Klotski's two baselines and the HUR
+    (utilisation relative to baseline 1; :mod:`npusched.search.baselines`)."""
     res, space = orch.result, orch.search.space
     return {
         "network": orch.network,
@@ -87,9 +81,10 @@ def report(orch: Any, args: argparse.Namespace) -> dict[str, Any]:
         "gap": res.gap,
         "method": res.method,
         "stages": orch.stages,
-        "baseline1_cycles": None,
-        "baseline2_cycles": None,
-        "hur": None,
+        "baseline1_cycles": orch.baselines["baseline1"].cycles,
+        "baseline2_cycles": orch.baselines["baseline2"].cycles,
+        "hur": orch.hur,
+        "baselines": {k: dataclasses.asdict(v) for k, v in orch.baselines.items()},
         "runtime_s": round(orch.runtime_s, 3),
         "complete": orch.complete,
         "design_space": {

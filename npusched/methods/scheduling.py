@@ -1,5 +1,6 @@
 """μop scheduling methods (Klotski Problem 2, eq. 15-19; Stream's routed transfers): ``list``,
-``etf``, ``timeindexed``, ``cpsat``, ``twostage``, ``joint``, ``zigzag``, ``zigzag-spread``.
+``etf``, ``timeindexed``, ``cpsat``, ``twostage``, ``joint``, ``zigzag``, ``zigzag-spread``,
+``atomic``.
 
 Every method but the heuristics starts from a warm start: the list schedule with the method's
 ``priority`` unless one is given (its makespan is the horizon of the ASAP/ALAP windows, as
@@ -20,6 +21,7 @@ from npusched.formulations.scheduling.intervals import IntervalModel
 from npusched.formulations.scheduling.joint import JointModel
 from npusched.formulations.scheduling.routed import RoutedModel
 from npusched.formulations.scheduling.timeindexed import TimeIndexedModel
+from npusched.heuristics.scheduling.atomic import atomic_schedule
 from npusched.heuristics.scheduling.list_scheduling import (
     Priority,
     etf_schedule,
@@ -201,6 +203,10 @@ def _run_zigzag(instance: Any, backend: str, params: NoParams, ctx: Context) -> 
 
 def _run_zigzag_spread(instance: Any, backend: str, params: NoParams, ctx: Context) -> Result:
     return heuristic_result("zigzag-spread", instance, zigzag_spread_schedule(instance))
+
+
+def _run_atomic(instance: Any, backend: str, params: NoParams, ctx: Context) -> Result:
+    return heuristic_result("atomic", instance, atomic_schedule(instance))
 
 
 def _run_timeindexed(
@@ -524,6 +530,18 @@ register(
         _run_zigzag_spread,
         "baseline 1 spread: each depth level's μops over the zig-zag path, level by level",
         applies=_applies(mesh=True, comm_delays=True),
+        prepare=_check_given,
+    )
+)
+register(
+    Method(
+        "atomic",
+        SCHEDULING,
+        ("none",),
+        _run_atomic,
+        "Klotski baseline 2: the atomic dataflow (Zheng et al. 2022) without rounds: critical-"
+        "path choice among all ready μops, each on the idle core with least input traffic",
+        applies=_applies(comm_delays=True),
         prepare=_check_given,
     )
 )

@@ -12,6 +12,9 @@ fast inner scheduler, then the exact stages on the best partition.
    where it applies. The shortest verified schedule wins; the bound is the larger of the trivial
    one (critical path, load) and ``joint``'s proven one.
 
+3. Klotski's baselines beside it (:mod:`npusched.search.baselines`): baseline 1 (``zigzag``) on
+   the coarsest partition, baseline 2 (``atomic``) on the best one; not counted in the runtime.
+
 With a ``time_limit`` the whole run stops there: the search ends early (``complete`` false) and
 the final stages get what is left; the best result so far is returned either way.
 """
@@ -30,6 +33,7 @@ from npusched.methods.registry import applicable
 from npusched.partition.api import partition_network
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.schedule import Schedule
+from npusched.search.baselines import Baseline, baselines, utilisation
 from npusched.search.bo import SearchResult, bayes_search
 from npusched.search.evaluate import INNER, best_of, evaluate, two_stages
 from npusched.search.space import MAX_UOPS, DesignSpace, Shape4
@@ -50,6 +54,7 @@ class Orchestration:
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
     runtime_s: float = 0.0
     complete: bool = True
+    baselines: dict[str, Baseline] = field(default_factory=dict)
 
     @property
     def schedule(self) -> Schedule:
@@ -59,6 +64,13 @@ class Orchestration:
     @property
     def cycles(self) -> int:
         return self.schedule.makespan(self.instance)
+
+    @property
+    def hur(self) -> float | None:
+        """Utilisation relative to baseline 1's (:mod:`npusched.search.baselines`)."""
+        if "baseline1" not in self.baselines:
+            return None
+        return utilisation(self.instance, self.schedule) / self.baselines["baseline1"].utilisation
 
 
 def _stage(inst: SchedulingInstance, method: str, warm: Schedule, limit: float, threads: int,
@@ -151,5 +163,6 @@ def orchestrate(
         st.get("why") != "no time left" and st.get("status") != "time_limit_no_solution"
         for st in stages.values()
     )
-    return Orchestration(net.name, arch.name, found, inst, result, stages,
-                         time.perf_counter() - t0, complete)  # fmt: skip
+    runtime = time.perf_counter() - t0  # the baselines are not part of Klotski's runtime
+    return Orchestration(net.name, arch.name, found, inst, result, stages, runtime, complete,
+                         baselines(net, arch, space, inst, best.s))  # fmt: skip

@@ -9,10 +9,10 @@ import pytest
 from conftest import run_cli
 
 from npusched.arch import load_arch
+from npusched.common.executor import open_executor
 from npusched.partition.api import resolve_network
 from npusched.search.bo import bayes_search
 from npusched.search.evaluate import evaluate
-from npusched.search.executor import open_executor
 from npusched.search.space import DesignSpace
 
 
@@ -33,7 +33,13 @@ def test_cli_writes_verified_files(tmp_path):
                                                   e["s"] == rep["best_s"])  # fmt: skip
     assert set(rep["stages"]) == {"twostage", "joint"}
     assert rep["stages"]["twostage"]["quantum_cycles"] >= 1
-    assert rep["baseline1_cycles"] is None and rep["design_space"]["feasible"] > 6
+    assert rep["design_space"]["feasible"] > 6
+    b1, b2 = rep["baselines"]["baseline1"], rep["baselines"]["baseline2"]
+    assert (rep["baseline1_cycles"], rep["baseline2_cycles"]) == (b1["cycles"], b2["cycles"])
+    assert b2["uops"] == rep["uops"] and b1["uops"] <= min(e["uops"] for e in rep["evaluations"])
+    inst = json.loads((out / "instance.json").read_text())
+    busy = sum(u["latency"] for u in inst["uops"])  # identical cores: one latency per μop
+    assert rep["hur"] == pytest.approx(busy / (9 * rep["cycles"]) / b1["utilisation"])
     verified = run_cli("verify", out / "instance.json", out / "solution.json")
     assert verified.returncode == 0 and f"makespan {rep['cycles']}" in verified.stdout
     assert json.loads((out / "solution.json").read_text())["makespan"] == rep["cycles"]

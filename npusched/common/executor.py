@@ -1,6 +1,7 @@
-"""Where evaluations run: a ``concurrent.futures`` executor, a local process pool by default or a
-Dask distributed cluster (``dask://HOST:PORT``: ``Client(address).get_executor()``), closed on
-every exit path, Ctrl-C included."""
+"""Where independent jobs run (``orchestrate``'s evaluations, ``compare``'s instances): a
+``concurrent.futures`` executor, a local process pool by default or a Dask distributed cluster
+(``dask://HOST:PORT``: ``Client(address).get_executor()``), closed on every exit path, Ctrl-C
+included."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ def open_executor(
 ) -> Iterator[Executor | None]:
     """``None``/``"serial"``: no executor (evaluate in this process); ``"local"``: a process pool of
     ``workers`` (default: all cores); ``"dask://HOST:PORT"``: that Dask scheduler's executor (TCP;
-    ``dask://inproc://…`` and other Dask addresses are passed on as they are)."""
+    ``dask://inproc://…`` and other Dask addresses are passed on as they are). Every Dask task
+    runs, as in a process pool (``pure=False``: no merging of equal calls into one)."""
     if spec in (None, "serial"):
         yield None
         return
@@ -33,7 +35,7 @@ def open_executor(
         address = spec.removeprefix("dask://")
         client = Client(address if "://" in address else f"tcp://{address}", timeout=10)
         try:
-            yield client.get_executor()
+            yield client.get_executor(pure=False)
         finally:
             client.close()
         return
