@@ -55,12 +55,17 @@ PAPER: dict[tuple[str, str], tuple[float, ...]] = {
 
 
 def run_row(net_name: str, mesh: str, budget: int, final_limit: float, threads: int,
-            seed: int) -> dict[str, Any]:  # fmt: skip
-    """One network on one mesh: Klotski's orchestration and both baselines, all verified."""
+            seed: int, share: float | None = 0.1) -> dict[str, Any]:  # fmt: skip
+    """One network on one mesh: Klotski's orchestration and both baselines, all verified. With
+    ``share`` the whole orchestration runs under ``share`` × the paper's runtime for that row
+    (the search stops early and the final stages get what is left: ``complete`` says whether
+    the budget of evaluations was spent)."""
     net, arch = resolve_network(net_name), load_arch(f"klotski-{mesh}")
+    paper = PAPER.get((net_name, mesh))
+    limit = None if share is None or paper is None else share * paper[5]
     t0 = time.perf_counter()
-    orch = orchestrate(net, arch, budget, final_time_limit=final_limit, seed=seed,
-                       threads=threads, progress=False)  # fmt: skip
+    orch = orchestrate(net, arch, budget, time_limit=limit, final_time_limit=final_limit,
+                       seed=seed, threads=threads, progress=False)  # fmt: skip
     if not check(orch.instance, orch.schedule).ok:
         raise AssertionError(f"{net_name} on {mesh}: Klotski's schedule is not verified")
     b1, b2 = orch.baselines["baseline1"], orch.baselines["baseline2"]
@@ -74,6 +79,10 @@ def run_row(net_name: str, mesh: str, budget: int, final_limit: float, threads: 
         "bound": orch.result.bound,
         "klotski_s": orch.runtime_s,
         "klotski_hur": orch.hur,
+        "time_limit": limit,
+        "complete": orch.complete,
+        "evaluations": len(orch.search.evaluations),
+        "stages": orch.stages,
         "baseline1": b1.cycles,
         "baseline1_s": list(b1.s),
         "baseline1_uops": b1.uops,
@@ -146,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--final-time-limit", type=float, default=60.0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--share", type=float, default=0.1,
+                   help="time limit per row as a share of the paper's runtime (default 0.1, the "
+                   "goal; 0: no limit)")  # fmt: skip
     p.add_argument("--json", type=Path, help="also write the rows here")
     p.add_argument("--doc", type=Path, help="Markdown file whose tables block is replaced")
     args = p.parse_args(argv)
@@ -153,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     for mesh in args.meshes.split(","):
         for name in args.networks.split(","):
             rows.append(run_row(name, mesh, args.budget, args.final_time_limit, args.threads,
-                                args.seed))  # fmt: skip
+                                args.seed, args.share or None))  # fmt: skip
             r = rows[-1]
             print(f"{name} {mesh}: Klotski {r['klotski']} ({r['klotski_s']:.0f} s), baseline 1 "
                   f"{r['baseline1']}, baseline 2 {r['baseline2']}", flush=True)  # fmt: skip

@@ -87,6 +87,15 @@ class KlotskiMemory:
             ly.name: layer_extents(ly, net.in_shapes(ly), net.shapes[ly.name]) for ly in net.layers
         }
         self.need: dict[tuple[str, tuple[int, ...]], int] = {}
+        self.tilings: dict[tuple[str, tuple[int, ...]], Tiling] = {}
+
+    def tiling(self, layer: Layer, s: tuple[int, int, int, int]) -> Tiling:
+        """:func:`klotski_tiling` of ``layer`` by ``s``, once per distinct clipped shape."""
+        key = (layer.name, self.clipped(layer, s))
+        if key not in self.tilings:
+            unroll = self.unroll if self.align else None
+            self.tilings[key] = klotski_tiling(self.net, layer, s, unroll)
+        return self.tilings[key]
 
     def clipped(self, layer: Layer, s: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
         """``s`` clipped to ``layer``'s extents, as ``(oc, h, w, ic)``: shapes with equal clipped
@@ -104,8 +113,7 @@ class KlotskiMemory:
         for layer in self.net.layers if self.cap is not None else ():
             key = (layer.name, self.clipped(layer, s))
             if key not in self.need:
-                tiling = klotski_tiling(self.net, layer, s, self.unroll if self.align else None)
-                self.need[key] = footprint(layer, self.net, tiling, self.elem)
+                self.need[key] = footprint(layer, self.net, self.tiling(layer, s), self.elem)
             why = over_memory(layer, self.need[key], self.cap)
             if why:
                 return why

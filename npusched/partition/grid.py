@@ -33,7 +33,7 @@ def split(extent: int, tile: int) -> IntArray:
     """Bounds ``[0, t, 2t, …, extent]`` of intervals of ``tile`` (the last one the remainder)."""
     if extent < 1 or tile < 1:
         raise ValueError(f"cannot split {extent} into tiles of {tile}")
-    return np.unique(np.r_[np.arange(0, extent, tile), extent]).astype(np.int64)
+    return np.append(np.arange(0, extent, tile, dtype=np.int64), np.int64(extent))
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,7 +45,7 @@ class Tiling:
 
     def __post_init__(self) -> None:
         for d, b in zip(DIMS, self.bounds, strict=True):
-            if b.size < 2 or b[0] != 0 or (np.diff(b) <= 0).any():
+            if b.size < 2 or b[0] != 0 or (b[1:] <= b[:-1]).any():
                 raise ValueError(f"bounds of {d} must rise strictly from 0: {b.tolist()}")
 
     @classmethod

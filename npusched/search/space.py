@@ -34,7 +34,6 @@ import numpy as np
 
 from npusched.arch.model import Arch
 from npusched.partition.api import KlotskiMemory
-from npusched.partition.schemes import klotski_tiling
 from npusched.workload.network import Network
 
 Shape4 = tuple[int, int, int, int]
@@ -66,7 +65,6 @@ class Cuts:
 
     def __init__(self, net: Network, arch: Arch) -> None:
         self.net, self.memory = net, KlotskiMemory(net, arch)
-        self.unroll = {k: v for k, v in arch.cores[0].pe_unroll.items() if "*" not in k}
         self.cache: dict[tuple[str, tuple[int, ...]], tuple[tuple[int, ...], int]] = {}
 
     def __call__(self, s: Shape4) -> tuple[tuple[tuple[int, ...], ...], int]:
@@ -74,7 +72,7 @@ class Cuts:
         for layer in self.net.layers:
             key = (layer.name, self.memory.clipped(layer, s))
             if key not in self.cache:
-                t = klotski_tiling(self.net, layer, s, self.unroll)
+                t = self.memory.tiling(layer, s)
                 self.cache[key] = (tuple(int(t.lengths(d)[0]) for d in range(4)), t.size)
             tiles, n = self.cache[key]
             sig.append(tiles)
