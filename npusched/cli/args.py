@@ -37,6 +37,18 @@ def positive_float(text: str) -> float:
     return v
 
 
+MAX_BETA = 1e6
+"""Largest ``--beta``: with C ≤ 2^40 hops·bytes it keeps ``T + β·C`` inside int64 once scaled."""
+
+
+def beta(text: str) -> float:
+    """``joint``'s weight of the NoC cost: a finite number in ``[0, MAX_BETA]``."""
+    v = finite_float(text)
+    if not 0 <= v <= MAX_BETA:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {MAX_BETA:g}, got {text}")
+    return v
+
+
 def mesh(text: str) -> tuple[int, int]:
     try:
         rows, cols = (int(v) for v in text.lower().split("x"))

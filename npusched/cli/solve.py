@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
-from npusched.cli.args import FREE, flag, given, output_file, positive_float, positive_int
+from npusched.cli.args import (
+    FREE,
+    beta,
+    flag,
+    given,
+    output_file,
+    positive_float,
+    positive_int,
+)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,8 +37,10 @@ def run(args: argparse.Namespace) -> int:
         ),
     )
     line = f"{inst.name}: {res.summary()}"
+    ok = None
     if res.solution is not None:
         rep = check(inst, res.solution)
+        ok = rep.ok
         value = f"noc_cost={rep.noc_cost}" if rep.makespan is None else f"makespan={rep.makespan}"
         if rep.makespan is not None and rep.noc_cost is not None:
             value += f" noc_cost={rep.noc_cost}"
@@ -58,7 +69,23 @@ def run(args: argparse.Namespace) -> int:
         from npusched.plot import anytime
 
         anytime([res], args.anytime, title=inst.name, reference=inst.reference.optimum)
-    return 0
+    return exit_code(res, ok)
+
+
+NO_SOLUTION = 3
+"""Exit code of ``solve`` when the method returned no solution (infeasible, out of time with
+nothing in hand, or a solver error); 1 is a solution that fails verification."""
+
+
+def exit_code(res: Any, ok: bool | None) -> int:
+    """0: a verified solution; 1: a solution that fails verification; 3: none (the reason is
+    printed on stderr)."""
+    if res.solution is None:
+        why = res.message or "the solver gave no reason"
+        print(f"npusched: {res.method} returned no solution ({res.status.value}): {why}",
+              file=sys.stderr)  # fmt: skip
+        return NO_SOLUTION
+    return 0 if ok else 1
 
 
 def memory_note(inst, solution) -> None:
@@ -154,7 +181,7 @@ def add_parser(sub: Any) -> None:
     )
     s.add_argument(
         "--beta",
-        type=float,
+        type=beta,
         help="joint: minimise makespan + BETA x NoC cost (default: lexicographic)",
     )
     s.add_argument("--out", type=output_file, help="write the solution JSON here")

@@ -62,7 +62,7 @@ def test_relaxed_solution_reports_failed_verification(tmp_path):
     write_instance(make_instance([2, 2, 2], [], 1), inst)
     out = tmp_path / "sol.json"
     proc = run("solve", inst, "--method", "timeindexed", "--relaxed", "--out", out)
-    assert proc.returncode == 0
+    assert proc.returncode == 1  # as verify: a solution with violations
     assert "verify=FAILED" in proc.stdout
     assert json.loads(out.read_text())["verified"] is False
 
@@ -213,3 +213,23 @@ def test_verify_names_a_broken_solution_file(tmp_path, diamond_json):
     proc = run("verify", diamond_json, sol)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert str(sol) in proc.stderr and "not valid JSON" in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["-5", "1e30", "nan", "inf", "x"])
+def test_bad_beta_is_one_line(tmp_path, diamond_json, value):
+    out = tmp_path / "sol.json"
+    proc = run("solve", diamond_json, "--method", "joint", f"--beta={value}", "--out", out)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--beta" in proc.stderr and not out.exists()
+
+
+def test_no_solution_exits_3_with_the_reason(capsys):
+    from npusched.cli.solve import NO_SOLUTION, exit_code
+    from npusched.solvers.result import Result, Status
+
+    res = Result(Status.ERROR, "joint", "cpsat", None, message="MODEL_INVALID")
+    assert exit_code(res, None) == NO_SOLUTION == 3
+    err = capsys.readouterr().err
+    assert "joint returned no solution (error): MODEL_INVALID" in err
+    ok = Result(Status.FEASIBLE, "list", "none", 5.0, solution=object())
+    assert exit_code(ok, True) == 0 and exit_code(ok, False) == 1
