@@ -47,6 +47,13 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{err.filename}: " if err.filename else ""
         print(f"npusched: error: {where}{err.strerror or err}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("npusched: error: out of memory (the input or its model is too large for this "
+              "machine)", file=sys.stderr)  # fmt: skip
+        return 2
+    except RecursionError:
+        print("npusched: error: input nested too deeply to process", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("npusched: interrupted", file=sys.stderr)
         return 130

@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import tempfile
+import zlib
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -22,6 +23,20 @@ def _is_gzip(path: Path) -> bool:
     return path.suffix == ".gz"
 
 
+def read_text(path: str | Path) -> str:
+    """A text file's contents (UTF-8); an unreadable, binary or otherwise encoded file raises
+    :class:`InputError` naming it."""
+    path = Path(path)
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise InputError(path, "(file)", err.strerror or str(err)) from None
+    except UnicodeDecodeError as err:
+        raise InputError(
+            path, "(file)", f"not UTF-8 text (byte {err.start}: a binary file, or UTF-16?)"
+        ) from None
+
+
 def read_json(path: str | Path) -> Any:
     """Parse a JSON file (``.json.gz``: gzip-compressed, read transparently); an unreadable file
     or invalid JSON raises :class:`InputError`."""
@@ -31,7 +46,7 @@ def read_json(path: str | Path) -> Any:
         text = raw.decode("utf-8")
     except OSError as err:  # also gzip.BadGzipFile
         raise InputError(path, "(file)", getattr(err, "strerror", None) or str(err)) from None
-    except (UnicodeDecodeError, EOFError):
+    except (UnicodeDecodeError, EOFError, zlib.error):
         raise InputError(path, "(file)", "not UTF-8 text (a binary or truncated file?)") from None
     try:
         return json.loads(text, parse_constant=_no_constant)

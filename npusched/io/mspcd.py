@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from npusched.common.errors import InputError
+from npusched.common.jsonio import read_text
 from npusched.common.limits import MAX_VALUE
 from npusched.problem.scheduling.accelerator import Accelerator
 from npusched.problem.scheduling.dag import UopGraph
@@ -46,12 +47,7 @@ def mspcd_accelerator(p: int) -> Accelerator:
 
 def _tokens(path: Path) -> list[tuple[int, list[int]]]:
     """Non-empty lines as ``(line number, integers)``; a non-numeric token is an error."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError(path, "(file)", "not a text file of integers") from None
-    except OSError as err:
-        raise InputError(path, "(file)", err.strerror or str(err)) from None
+    text = read_text(path)
     rows = []
     for no, line in enumerate(text.splitlines(), 1):
         words = line.split()

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from npusched.common.errors import InputError
-from npusched.common.jsonio import load_schema, validate, write_json
+from npusched.common.jsonio import load_schema, read_text, validate, write_json
 from npusched.problem.placement import PlacementInstance
 from npusched.problem.scheduling.instance import Reference
 from npusched.problem.scheduling.noc import Mesh
@@ -81,14 +81,17 @@ def read_qaplib(path: str | Path) -> PlacementInstance:
     ``optima.json`` in a parent folder when present.
     """
     path = Path(path)
+    tokens = read_text(path).split()
     try:
-        tokens = path.read_text().split()
         n = int(tokens[0])
-        values = np.array([int(t) for t in tokens[1 : 1 + 2 * n * n]], dtype=np.int64)
-    except OSError as err:
-        raise InputError(path, "(file)", err.strerror or str(err)) from None
     except (IndexError, ValueError):
         raise InputError(path, "(header)", "expected n and two n x n integer matrices") from None
+    if not 1 <= n <= 10_000:
+        raise InputError(path, "n", f"the number of facilities must be 1..10000, got {n}")
+    try:
+        values = np.array([int(t) for t in tokens[1 : 1 + 2 * n * n]], dtype=np.int64)
+    except (ValueError, OverflowError):
+        raise InputError(path, "matrices", "expected two n x n integer matrices") from None
     if values.size != 2 * n * n:
         raise InputError(path, "matrices", f"expected {2 * n * n} numbers, found {values.size}")
     a, b = values[: n * n].reshape(n, n), values[n * n :].reshape(n, n)
@@ -102,11 +105,16 @@ def read_qaplib(path: str | Path) -> PlacementInstance:
     sln = path.parent.parent / "sln" / f"{path.stem}.sln"
     if sln.is_file():
         ref = Reference(optimum=int(sln.read_text().split()[1]), source=str(sln))
-    return PlacementInstance(
-        flow,
-        Mesh(*grid),
-        np.arange(n),
-        name=path.stem,
-        reference=ref,
-        source={"format": "qaplib", "file": path.name, "distance_matrix": which},
-    )
+    try:
+        return PlacementInstance(
+            flow,
+            Mesh(*grid),
+            np.arange(n),
+            name=path.stem,
+            reference=ref,
+            source={"format": "qaplib", "file": path.name, "distance_matrix": which},
+        )
+    except ValueError as err:
+        raise InputError(
+            path, f"{'second' if which == 'first' else 'first'} matrix", str(err)
+        ) from None

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from npusched.common.errors import InputError
+from npusched.common.jsonio import read_text
 from npusched.common.limits import MAX_VALUE
 from npusched.problem import Accelerator, Reference, SchedulingInstance, UopGraph
 
@@ -47,10 +48,7 @@ def read_stg(
     (``rows · cols`` must equal ``cores``).
     """
     path = Path(path)
-    try:
-        lines = [ln.split() for ln in path.read_text().splitlines()]
-    except OSError as err:
-        raise InputError(path, "(file)", err.strerror or str(err)) from None
+    lines = [ln.split() for ln in read_text(path).splitlines()]
     rows = [ln for ln in lines if ln and not ln[0].startswith("#")]
     try:
         n = int(rows[0][0])
