@@ -80,13 +80,16 @@ def read_stg(
             if p != 0:
                 src.append(p - 1)
                 dst.append(tid - 1)
-    graph = UopGraph(
-        latency,
-        np.array(src, np.int64),
-        np.array(dst, np.int64),
-        np.zeros(len(src), np.int64),
-        tuple(range(1, n + 1)),
-    )
+    try:
+        graph = UopGraph(
+            latency,
+            np.array(src, np.int64),
+            np.array(dst, np.int64),
+            np.zeros(len(src), np.int64),
+            tuple(range(1, n + 1)),
+        )
+    except ValueError as err:  # a cycle or a self-loop among the predecessor lists
+        raise InputError(path, "predecessors", str(err)) from None
     ref = _find_reference(path, cores) if reference else Reference()
     if mesh is not None and mesh[0] * mesh[1] != cores:
         raise ValueError(f"a {mesh[0]}x{mesh[1]} mesh has {mesh[0] * mesh[1]} cores, not {cores}")
