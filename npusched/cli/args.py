@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from npusched.problem import SchedulingInstance
+    from npusched.problem.placement import PlacementInstance
+    from npusched.problem.scheduling.routed import RoutedInstance
 
 
 def positive_int(text: str) -> int:
@@ -125,3 +132,20 @@ def output_dir(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
     _writable_folder(path, text)
     return text
+
+
+BIG_FILE = 20_000_000
+"""Reading a file above this many bytes prints a progress line first."""
+
+
+def load(
+    path: str, cores: int | None = None, free_allocation: bool = False
+) -> SchedulingInstance | PlacementInstance | RoutedInstance:
+    """:func:`npusched.io.load_instance`, announced on stderr for a big file (reading and
+    validating 10⁸ bytes takes seconds; the row form minutes, the columnar form far less)."""
+    from npusched.io import load_instance
+
+    size = os.path.getsize(path) if os.path.isfile(path) else 0
+    if size > BIG_FILE:
+        print(f"npusched: reading {path} ({size / 1e6:.0f} MB) ...", file=sys.stderr, flush=True)
+    return load_instance(path, cores, free_allocation)

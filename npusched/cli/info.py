@@ -31,10 +31,10 @@ def instance_info(inst) -> dict:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from npusched.io import load_instance
+    from npusched.cli.args import load
     from npusched.problem.placement import PlacementInstance
 
-    inst = load_instance(args.instance, args.cores, args.free_allocation)
+    inst = load(args.instance, args.cores, args.free_allocation)
     if isinstance(inst, PlacementInstance):
         raise ValueError("info describes scheduling instances; this is a placement instance")
     info = instance_info(inst)

@@ -18,6 +18,7 @@ from npusched.cli import (
     tile,
     verify,
 )
+from npusched.cli.args import positive_int
 from npusched.common.errors import InputError
 
 VERBS = (convert, generate, solve, compare, partition, orchestrate, tile, flexer, info, verify)
@@ -26,6 +27,14 @@ VERBS = (convert, generate, solve, compare, partition, orchestrate, tile, flexer
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="npusched", description=__doc__)
+    p.add_argument(
+        "--memory-limit",
+        type=positive_int,
+        metavar="MB",
+        help="address space of this run and its solver processes, in MB (default: 3/4 of the "
+        "machine's memory); past it a solver's result is the warm start and a reader's a "
+        "one-line error",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     for verb in VERBS:
         verb.add_parser(sub)
@@ -35,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; bad input ends with one ``npusched: error:`` line and exit code 2."""
     args = build_parser().parse_args(argv)
+    limit_memory(args.memory_limit)
     try:
         return int(args.func(args))
     except (InputError, ValueError) as err:
@@ -57,6 +67,24 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("npusched: interrupted", file=sys.stderr)
         return 130
+
+
+def limit_memory(mb: int | None) -> None:
+    """Cap the address space (``RLIMIT_AS``) at ``mb`` MB, by default 3/4 of the physical memory,
+    so that an oversized model ends in a MemoryError (or a solver process that dies and leaves
+    the warm start) instead of the machine swapping or being killed."""
+    import resource
+
+    if mb is None:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        cap = total * 3 // 4
+    else:
+        cap = mb * 2**20
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    if soft == resource.RLIM_INFINITY or cap < soft or mb is not None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
 if __name__ == "__main__":

@@ -18,12 +18,13 @@ from npusched.cli.args import (
 
 
 def run(args: argparse.Namespace) -> int:
-    from npusched.io import load_instance, write_solution
+    from npusched.cli.args import load
+    from npusched.io import write_solution
     from npusched.methods import solve
     from npusched.problem.placement import PlacementInstance
     from npusched.verify import check
 
-    inst = load_instance(args.instance, args.cores, args.free_allocation)
+    inst = load(args.instance, args.cores, args.free_allocation)
     res = solve(
         inst,
         args.method,

@@ -9,12 +9,13 @@ from npusched.cli.args import FREE, flag, positive_int
 
 
 def run(args: argparse.Namespace) -> int:
-    from npusched.io import load_instance, read_solution
+    from npusched.cli.args import load
+    from npusched.io import read_solution
     from npusched.io.solution_json import end_violations
     from npusched.problem.placement import Placement
     from npusched.verify import check
 
-    inst = load_instance(args.instance, args.cores, args.free_allocation)
+    inst = load(args.instance, args.cores, args.free_allocation)
     solution, data = read_solution(args.solution, inst)
     kind = data.get("kind", "dag_schedule")
     claimed = data.get("makespan") if kind == "dag_schedule" else data.get("noc_cost")

@@ -39,6 +39,7 @@ from npusched.problem.placement import Placement, stage2_instance
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
 from npusched.problem.scheduling.schedule import Schedule
+from npusched.solvers.common import STOPPED, RawOutput, run_within
 from npusched.solvers.dispatch import LINEAR_BACKENDS
 from npusched.solvers.result import Result, Status, TracePoint
 from npusched.verify import check, verify
@@ -228,19 +229,34 @@ def _run_timeindexed(
 def _run_cpsat(
     instance: SchedulingInstance, backend: str, params: CpsatParams, ctx: Context
 ) -> Result:
+    """The interval model in CP-SAT. With a time limit, model building and solving run in a
+    forked process stopped at the limit (:func:`~npusched.solvers.common.run_within`): on 10⁴
+    μops and 10⁵ edges building and loading alone overran a 15 s limit by minutes. Stopped, the
+    result is the warm start with the instance's lower bound, and the message says so."""
+    warm, remaining = ctx.warm_start, ctx.remaining()
+    if remaining is None:
+        return _cpsat_answer(instance, warm, ctx, None)
+    inner = max(remaining - 1.0, remaining / 2)  # a second to hand the answer back
+    how, res = run_within(lambda: _cpsat_answer(instance, warm, ctx, inner), remaining)
+    if how == "done":
+        return res
+    result = heuristic_result("cpsat", instance, warm)
+    result.backend, result.status = "cpsat", Status.FEASIBLE
+    result.message = (
+        f"CP-SAT {STOPPED[how]}; result = the warm start, bound = the instance's lower bound"
+    )
+    return result
+
+
+def _cpsat_answer(
+    instance: SchedulingInstance, warm: Schedule, ctx: Context, limit: float | None
+) -> Result:
     from npusched.solvers.cpsat import run_cpsat
 
-    warm = ctx.warm_start
     model = IntervalModel(instance, warm.makespan(instance))
     model.hint(warm)
-    status, solver, rec = run_cpsat(
-        model.model,
-        time_limit=ctx.remaining(),
-        threads=ctx.threads,
-        seed=ctx.seed,
-        log=ctx.log,
-        params=model.PARAMETERS,
-    )
+    kw = dict(threads=ctx.threads, seed=ctx.seed, log=ctx.log, params=model.PARAMETERS)
+    status, solver, rec = run_cpsat(model.model, time_limit=limit, **kw)  # type: ignore[arg-type]
     if status not in (Status.OPTIMAL, Status.FEASIBLE):
         return Result(status, "cpsat", "cpsat", trace=rec.points)
     stats = {
@@ -271,8 +287,10 @@ def _run_twostage(
     first = _run_timeindexed(instance, backend, TimeIndexedParams(), ctx.until(stage1))
     slots = first.solution if isinstance(first.solution, Schedule) else warm
     mapping = stage2_instance(instance, slots.start, params.weighted)
-    model = PlacementModel(mapping)
-    raw, placement = run_model(model, backend, Placement(slots.core), ctx)
+    if ctx.deadline is not None and time.perf_counter() >= ctx.deadline:  # no time for stage 2
+        raw, placement = RawOutput(Status.TIME_LIMIT_NO_SOLUTION), None
+    else:
+        raw, placement = run_model(PlacementModel(mapping), backend, Placement(slots.core), ctx)
     cores = slots.core if placement is None else placement.loc
     sched = Schedule(slots.start, cores)
     if instance.accelerator.has_comm_delays:
@@ -389,7 +407,8 @@ def _joint_weighted(model: JointModel, params: JointParams, ctx: Context) -> Res
 def _joint_lexicographic(
     instance: SchedulingInstance, model: JointModel, params: JointParams, ctx: Context
 ) -> Result:
-    """The makespan first (half the remaining time), then the NoC cost with it held."""
+    """The makespan first (half the remaining time; all of it when the first half found no
+    solution), then the NoC cost with it held."""
     from npusched.solvers.cpsat import run_cpsat
 
     remaining = ctx.remaining()
@@ -398,6 +417,8 @@ def _joint_lexicographic(
     )
     first_limit = None if remaining is None else remaining / 2
     status, solver, rec = run_cpsat(model.model, time_limit=first_limit, **kw)
+    if status is Status.TIME_LIMIT_NO_SOLUTION:  # nothing yet: the makespan gets all the time
+        status, solver, rec = run_cpsat(model.model, time_limit=ctx.remaining(), **kw)
     if status not in (Status.OPTIMAL, Status.FEASIBLE):
         return Result(status, "joint", "cpsat", trace=rec.points)
     sched = model.decode(solver)

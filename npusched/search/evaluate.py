@@ -152,7 +152,7 @@ def time_quantum(
         qinst = quantised(inst, q)
         qplan = retime(qinst, plan)
         width = asap_alap(qinst, qplan.makespan(qinst)).width
-        size = int((width * (qinst.min_duration + 1)).sum())
+        size = int((width.astype(object) * (qinst.min_duration + 1).astype(object)).sum())
         if size <= max_nonzeros or q > 2 * int(lat.max(initial=1)):
             return q, qinst, qplan
         q *= 2

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,3 +45,49 @@ class TraceRecorder:
         if changed:
             t = time.perf_counter() - self.t0 if at is None else at
             self.points.append(TracePoint(t, self.incumbent, self.bound))
+
+
+def _send(conn: Any, fn: Callable[[], Any]) -> None:
+    try:
+        conn.send(fn())
+    except BaseException as err:  # noqa: BLE001 - reported to the parent
+        conn.send(err)
+    finally:
+        conn.close()
+
+
+def run_within(fn: Callable[[], Any], time_limit: float) -> tuple[str, Any]:
+    """``fn()`` in a forked process stopped at ``time_limit`` seconds: ``("done", its value)``,
+    ``("time", None)`` when it had to be stopped, or ``("died", None)`` when the process ended
+    without an answer (out of the memory limit — ``npusched --memory-limit`` — or a crash in the
+    solver). For solvers that overrun their own limit while loading or presolving large models
+    (CP-SAT loading 10⁵ intervals, HiGHS presolving 10⁶ columns); the child inherits the built
+    model, nothing is pickled but the answer. An exception in the child is raised here."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_send, args=(child, fn), daemon=True)
+    proc.start()
+    child.close()
+    try:
+        if not parent.poll(max(0.0, time_limit)):
+            return "time", None
+        out = parent.recv()
+    except EOFError:
+        return "died", None
+    finally:
+        proc.terminate()
+        proc.join(5)
+    if isinstance(out, MemoryError):
+        return "died", None
+    if isinstance(out, BaseException):
+        raise out
+    return "done", out
+
+
+STOPPED = {
+    "time": "was stopped at the time limit while building, loading or solving the model",
+    "died": "ran out of memory (npusched --memory-limit) or crashed",
+}
+"""Why :func:`run_within` has no answer, for messages."""

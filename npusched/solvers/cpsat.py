@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
-from npusched.solvers.common import RawOutput, TraceRecorder
+from npusched.solvers.common import RawOutput, TraceRecorder, run_within
 from npusched.solvers.linear import LinearModel
 from npusched.solvers.result import Status
 
@@ -120,24 +120,18 @@ class Values:
         return bool(self.solution[var.index])
 
 
-def _child(conn: Any, model: cp_model.CpModel, kw: dict[str, Any]) -> None:
-    try:
-        status, solver, rec = run_cpsat(model, **kw)
-        found = status in (Status.OPTIMAL, Status.FEASIBLE)
-        conn.send(
-            (
-                status,
-                list(solver.response_proto.solution) if found else [],
-                solver.objective_value if found else float("nan"),
-                solver.best_objective_bound if found else float("nan"),
-                solver.wall_time,
-                rec.points,
-            )
-        )
-    except BaseException as err:  # noqa: BLE001 - reported to the parent
-        conn.send(err)
-    finally:
-        conn.close()
+def _solve_for_parent(model: cp_model.CpModel, kw: dict[str, Any]) -> tuple[Any, ...]:
+    """:func:`run_cpsat` with its answer as plain values (to cross a process boundary)."""
+    status, solver, rec = run_cpsat(model, **kw)
+    found = status in (Status.OPTIMAL, Status.FEASIBLE)
+    return (
+        status,
+        list(solver.response_proto.solution) if found else [],
+        solver.objective_value if found else float("nan"),
+        solver.best_objective_bound if found else float("nan"),
+        solver.wall_time,
+        rec.points,
+    )
 
 
 def run_cpsat_within(
@@ -154,26 +148,11 @@ def run_cpsat_within(
     large that CP-SAT overruns its own limit while loading them (it does not check the limit
     there). CP-SAT gets ``grace`` seconds less (at most half the limit) to hand back its result.
     Returns ``None`` when the process had to be stopped."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
     inner = max(time_limit - grace, time_limit / 2)
     kw = dict(time_limit=inner, threads=threads, seed=seed, log=log, params=params)
-    proc = ctx.Process(target=_child, args=(child, model, kw), daemon=True)
-    proc.start()
-    child.close()
-    try:
-        if not parent.poll(time_limit):
-            return None
-        out = parent.recv()
-    except EOFError:
+    how, out = run_within(lambda: _solve_for_parent(model, kw), time_limit)
+    if how != "done":
         return None
-    finally:
-        proc.terminate()
-        proc.join(5)
-    if isinstance(out, BaseException):
-        raise out
     status, solution, objective, bound, wall, points = out
     values = Values(solution, objective, bound, wall) if solution else None
     return status, values, points

@@ -4,7 +4,7 @@ import csv
 import json
 
 import pytest
-from conftest import SHARED, needs_shared, run_cli
+from conftest import ROOT, SHARED, needs_shared, run_cli
 
 from npusched.io import write_instance
 
@@ -233,3 +233,14 @@ def test_no_solution_exits_3_with_the_reason(capsys):
     assert "joint returned no solution (error): MODEL_INVALID" in err
     ok = Result(Status.FEASIBLE, "list", "none", 5.0, solution=object())
     assert exit_code(ok, True) == 0 and exit_code(ok, False) == 1
+
+
+def test_big_files_announce_their_reading(monkeypatch, capsys):
+    from npusched.cli import args
+    from npusched.cli.main import main
+
+    good = str(ROOT / "instances" / "examples" / "twelve.json")
+    assert main(["info", good]) == 0 and "reading" not in capsys.readouterr().err
+    monkeypatch.setattr(args, "BIG_FILE", 10)
+    assert main(["info", good]) == 0
+    assert f"npusched: reading {good} (0 MB) ..." in capsys.readouterr().err

@@ -64,7 +64,7 @@ class TimeIndexedModel:
     def _variables(self) -> None:
         """``X_ij`` binary over each window (eq. 16), ``T`` integer in ``[0, horizon]``."""
         w = self.windows
-        size = int(w.width.sum())
+        size = int(w.width.astype(object).sum())  # Python ints: n · 2^62 overflows int64
         if size > self.MAX_BINARIES:
             raise ValueError(
                 f"the time-indexed model would need {size:,} binaries (windows of the horizon "

@@ -70,7 +70,7 @@ from typing import Any
 import numpy as np
 
 from npusched.heuristics.scheduling.mesh_baselines import network_layers
-from npusched.heuristics.scheduling.priority_list import _Delays, upward_rank
+from npusched.heuristics.scheduling.priority_list import Delays, upward_rank
 from npusched.problem.scheduling.dag import IntArray
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.schedule import Schedule
@@ -129,7 +129,7 @@ def _hop_matrix(instance: SchedulingInstance) -> np.ndarray:
     return 1 - np.eye(acc.m, dtype=np.int64)
 
 
-class _Arrivals(_Delays):
+class _Arrivals(Delays):
     """The priority list's delay rows, plus the delays towards one core only."""
 
     def column(self, cores: IntArray, lo: int, hi: int, k: int) -> np.ndarray:

@@ -136,7 +136,7 @@ def segments(ptr: IntArray, last_pred: IntArray, max_edges: int = SEGMENT_EDGES)
     return cuts
 
 
-class _Delays:
+class Delays:
     """Delay rows ``comm_delay(hops[c, :], bytes)`` of edges whose producer sits on core ``c``:
     looked up in a table per (core, distinct size) when it is small, else computed."""
 
@@ -191,7 +191,7 @@ def place_in_order(instance: SchedulingInstance, order: IntArray, gaps: int = GA
     last_pred = np.full(n, -1, dtype=np.int64)
     if has.any():
         last_pred[has] = np.maximum.reduceat(pos[src], ptr[:-1][has])
-    delays = _Delays(instance, g.bytes[edge])
+    delays = Delays(instance, g.bytes[edge])
     dur = instance.duration
     core = np.zeros(n, dtype=np.int64)
     end = np.zeros(n, dtype=np.int64)

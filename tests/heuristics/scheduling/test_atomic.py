@@ -3,9 +3,8 @@ random DAGs, left-justified and work-conserving (no core idles while a ready μo
 chains, critical path first, weight groups as tiled, and wired into ``solve``."""
 
 import numpy as np
-from conftest import random_instances
+from conftest import delay_instances, random_instances
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from npusched import Accelerator, SchedulingInstance, UopGraph, solve
 from npusched.arch import load_arch
@@ -19,29 +18,6 @@ from npusched.verify import check
 
 def _lenet(mesh: str = "3x3", s=(7, 7, 24, 28)) -> SchedulingInstance:
     return partition_network(resolve_network("lenet"), load_arch(f"klotski-{mesh}"), "klotski", s=s)
-
-
-@st.composite
-def delay_instances(draw):
-    """Random layered DAGs on 1x1 to 3x4 meshes with transfer delays, some zero latencies and
-    zero-byte edges, sometimes with a per-core latency table."""
-    hop = draw(st.integers(0, 3))
-    bandwidth = draw(st.sampled_from([None, 2.0, 8.0]))
-    inst = layered_dag(
-        draw(st.integers(1, 7)),
-        draw(st.integers(1, 6)),
-        (draw(st.integers(1, 3)), draw(st.integers(1, 4))),
-        hop_latency=hop,
-        link_bandwidth=4.0 if hop == 0 and bandwidth is None else bandwidth,
-        latency=draw(st.sampled_from([(0, 3), (1, 9), (2, 12)])),
-        nbytes=draw(st.sampled_from([(0, 0), (8, 64), (1, 200)])),
-        seed=draw(st.integers(0, 10**6)),
-    )
-    if draw(st.booleans()):
-        rng = np.random.default_rng(draw(st.integers(0, 10**6)))
-        table = rng.integers(0, 9, size=(inst.n, inst.m))
-        inst = SchedulingInstance(inst.graph, inst.accelerator, table, inst.name)
-    return inst
 
 
 def _plan_faults(inst: SchedulingInstance, sched: Schedule) -> list[str]:

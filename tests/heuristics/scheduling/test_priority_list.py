@@ -5,7 +5,7 @@ import bisect
 
 import numpy as np
 import pytest
-from conftest import make_instance, run_cli
+from conftest import delay_instances, make_instance, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,32 +26,6 @@ from npusched.heuristics.scheduling.priority_list import (
     segments,
     upward_rank,
 )
-
-
-@st.composite
-def delay_instances(draw, max_layers: int = 7, max_width: int = 5):
-    """Random layered DAGs on meshes of 1x1 to 3x4 cores with transfer delays, sometimes with
-    zero latencies and zero-byte edges, sometimes with a per-core latency table."""
-    rows, cols = draw(st.integers(1, 3)), draw(st.integers(1, 4))
-    hop = draw(st.integers(0, 3))
-    bandwidth = draw(st.sampled_from([None, 2.0, 8.0]))
-    if hop == 0 and bandwidth is None:
-        bandwidth = 4.0
-    inst = layered_dag(
-        draw(st.integers(1, max_layers)),
-        draw(st.integers(1, max_width)),
-        (rows, cols),
-        hop_latency=hop,
-        link_bandwidth=bandwidth,
-        latency=draw(st.sampled_from([(0, 3), (1, 9), (2, 12)])),
-        nbytes=draw(st.sampled_from([(0, 0), (8, 64), (1, 200)])),
-        seed=draw(st.integers(0, 10**6)),
-    )
-    if draw(st.booleans()):
-        rng = np.random.default_rng(draw(st.integers(0, 10**6)))
-        table = rng.integers(0, 9, size=(inst.n, inst.m))
-        inst = SchedulingInstance(inst.graph, inst.accelerator, table, inst.name)
-    return inst
 
 
 def ref_mean_delay(inst: SchedulingInstance) -> list[float]:

@@ -1,0 +1,64 @@
+"""Solvers run in a forked process stopped at the time limit (issue 17: limits hold)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+
+from npusched.solvers import dispatch
+from npusched.solvers.common import run_within
+from npusched.solvers.linear import LinearModel
+from npusched.solvers.result import Status
+
+
+def test_a_child_past_its_limit_is_stopped():
+    t0 = time.perf_counter()
+    assert run_within(lambda: time.sleep(30), 0.5) == ("time", None)
+    assert time.perf_counter() - t0 < 5
+
+
+def test_a_child_in_time_returns_its_value_or_raises():
+    assert run_within(lambda: sum(range(10)), 5) == ("done", 45)
+    with pytest.raises(ZeroDivisionError):
+        run_within(lambda: 1 / 0, 5)
+
+
+def test_a_child_out_of_memory_is_reported_as_died():
+    import os
+    import resource
+
+    def hog():
+        resource.setrlimit(resource.RLIMIT_AS, (2**30, resource.getrlimit(resource.RLIMIT_AS)[1]))
+        return bytearray(2**31)  # 2 GiB under a 1 GiB address-space limit
+
+    assert run_within(hog, 20) == ("died", None)
+    assert os.getpid()  # this process is untouched
+
+
+WEIGHTS, VALUES = [3, 4, 5, 6, 7, 8], [4, 5, 6, 8, 9, 10]
+
+
+def _knapsack() -> LinearModel:
+    lm = LinearModel("knapsack")
+    xs = [lm.add_var(f"x{i}", 0, 1) for i in range(6)]
+    lm.add_row(xs, WEIGHTS, ub=15)
+    lm.cost = {x: -v for x, v in zip(xs, VALUES, strict=True)}
+    return lm
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat"])
+def test_large_models_solve_in_a_child_with_the_same_answer(backend, monkeypatch):
+    kw = dict(time_limit=20.0, threads=1, seed=0)
+    here = dispatch.solve_linear(_knapsack(), backend, **kw)
+    monkeypatch.setattr(dispatch, "CHILD_ABOVE", 1)  # every model is "large"
+    there = dispatch.solve_linear(_knapsack(), backend, **kw)
+    assert here.status == there.status == Status.OPTIMAL
+    best = min(
+        -sum(v for v, t in zip(VALUES, take, strict=True) if t)
+        for take in itertools.product([0, 1], repeat=6)
+        if sum(w for w, t in zip(WEIGHTS, take, strict=True) if t) <= 15
+    )
+    assert here.objective == there.objective == best
+    assert list(here.x) == list(there.x)
