@@ -229,18 +229,26 @@ def _run_timeindexed(
 def _run_cpsat(
     instance: SchedulingInstance, backend: str, params: CpsatParams, ctx: Context
 ) -> Result:
-    """The interval model in CP-SAT. With a time limit, model building and solving run in a
-    forked process stopped at the limit (:func:`~npusched.solvers.common.run_within`): on 10⁴
-    μops and 10⁵ edges building and loading alone overran a 15 s limit by minutes. Stopped, the
-    result is the warm start with the instance's lower bound, and the message says so."""
-    warm, remaining = ctx.warm_start, ctx.remaining()
+    """The interval model in CP-SAT, within the time limit (:func:`_bounded`)."""
+    return _bounded("cpsat", instance, ctx, lambda c: _cpsat_answer(instance, c))
+
+
+def _bounded(
+    method: str, instance: SchedulingInstance, ctx: Context, run: Callable[[Context], Result]
+) -> Result:
+    """``run(ctx)`` — model building and solving — in a forked process stopped at the time
+    limit (:func:`~npusched.solvers.common.run_within`): on 10⁴ μops and 10⁵ edges building and
+    loading a CP-SAT model alone overran a 15 s limit by minutes. The solver inside gets a second
+    less to hand its answer back. Stopped, the result is the warm start with the instance's lower
+    bound, and the message says why."""
+    remaining = ctx.remaining()
     if remaining is None:
-        return _cpsat_answer(instance, warm, ctx, None)
-    inner = max(remaining - 1.0, remaining / 2)  # a second to hand the answer back
-    how, res = run_within(lambda: _cpsat_answer(instance, warm, ctx, inner), remaining)
+        return run(ctx)
+    inner = ctx.until(time.perf_counter() + max(remaining - 1.0, remaining / 2))
+    how, res = run_within(lambda: run(inner), remaining)
     if how == "done":
         return res
-    result = heuristic_result("cpsat", instance, warm)
+    result = heuristic_result(method, instance, ctx.warm_start)
     result.backend, result.status = "cpsat", Status.FEASIBLE
     result.message = (
         f"CP-SAT {STOPPED[how]}; result = the warm start, bound = the instance's lower bound"
@@ -248,11 +256,10 @@ def _run_cpsat(
     return result
 
 
-def _cpsat_answer(
-    instance: SchedulingInstance, warm: Schedule, ctx: Context, limit: float | None
-) -> Result:
+def _cpsat_answer(instance: SchedulingInstance, ctx: Context) -> Result:
     from npusched.solvers.cpsat import run_cpsat
 
+    warm, limit = ctx.warm_start, ctx.remaining()
     model = IntervalModel(instance, warm.makespan(instance))
     model.hint(warm)
     kw = dict(threads=ctx.threads, seed=ctx.seed, log=ctx.log, params=model.PARAMETERS)
@@ -369,6 +376,10 @@ def _run_joint(instance: Any, backend: str, params: JointParams, ctx: Context) -
     first the makespan, then the NoC cost with the makespan held (half the time each)."""
     if isinstance(instance, RoutedInstance):
         return _run_routed(instance, ctx)
+    return _bounded("joint", instance, ctx, lambda c: _joint_answer(instance, params, c))
+
+
+def _joint_answer(instance: SchedulingInstance, params: JointParams, ctx: Context) -> Result:
     warm = ctx.warm_start
     rep = verify(instance, warm)
     warm_cost = (rep.noc_bytes_hops if params.weighted else rep.noc_cost) or 0

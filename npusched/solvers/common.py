@@ -62,9 +62,13 @@ def run_within(fn: Callable[[], Any], time_limit: float) -> tuple[str, Any]:
     without an answer (out of the memory limit — ``npusched --memory-limit`` — or a crash in the
     solver). For solvers that overrun their own limit while loading or presolving large models
     (CP-SAT loading 10⁵ intervals, HiGHS presolving 10⁶ columns); the child inherits the built
-    model, nothing is pickled but the answer. An exception in the child is raised here."""
+    model, nothing is pickled but the answer. An exception in the child is raised here. In a
+    daemonic process (a Dask worker, by Dask's default ``distributed.worker.daemon``), which may
+    not start processes, ``fn`` runs in place and the limit is the solver's own."""
     import multiprocessing as mp
 
+    if mp.current_process().daemon:  # a Dask worker (daemonic) may not fork: run here
+        return "done", fn()
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_send, args=(child, fn), daemon=True)

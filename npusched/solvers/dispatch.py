@@ -16,7 +16,7 @@ CHILD_ABOVE = 200_000
 (:func:`~npusched.solvers.common.run_within`): passing and presolving them takes HiGHS seconds
 to minutes in which it does not check its limit (a 1.6 M-column slot ILP: 26 s against 10 s)."""
 GRACE = 1.0
-"""Seconds the child gets beyond the limit to hand back the solver's answer."""
+"""Seconds (at most half the limit) the solver in the child gives up to hand back its answer."""
 
 
 def solve_linear(
@@ -32,7 +32,8 @@ def solve_linear(
     """Run a :class:`LinearModel` on ``backend`` (one of :data:`LINEAR_BACKENDS`)."""
     kw = dict(time_limit=time_limit, threads=threads, seed=seed, warm_start=warm_start, log=log)
     if time_limit is not None and lm.num_vars >= CHILD_ABOVE and backend in LINEAR_BACKENDS:
-        how, raw = run_within(lambda: _run(lm, backend, kw), time_limit + GRACE)
+        inner = dict(kw, time_limit=max(time_limit - GRACE, time_limit / 2))
+        how, raw = run_within(lambda: _run(lm, backend, inner), time_limit)
         if how != "done":
             status = Status.TIME_LIMIT_NO_SOLUTION if how == "time" else Status.ERROR
             return RawOutput(status, message=f"{backend} {STOPPED[how]} ({lm.num_vars} columns)")
