@@ -7,6 +7,7 @@ zig-zag order; Tangram uses the same snake order).
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -123,8 +124,10 @@ def tabu_placement(
     start: Placement | None = None,
     seed: int = 0,
     iterations: int | None = None,
+    deadline: float | None = None,
 ) -> Placement:
-    """Robust tabu search over pairwise swaps (Taillard 1991), the standard QAP local search.
+    """Robust tabu search over pairwise swaps (Taillard 1991), the standard QAP local search,
+    stopped early at ``deadline`` (``time.perf_counter()``) with the best placement so far.
 
     Each iteration takes the best non-tabu swap (all swap deltas come from one matrix product,
     :func:`swap_deltas`); a swap is tabu when it puts both tasks back on cells they left within
@@ -143,6 +146,8 @@ def tabu_placement(
     best, best_loc = cost, loc.copy()
     iu = np.triu_indices(L, 1)
     for it in range(1, iterations + 1):
+        if deadline is not None and it % 32 == 0 and time.perf_counter() > deadline:
+            break
         delta = swap_deltas(w, d, loc)[iu]
         a, b = iu
         tabu = (tabu_until[a, loc[b]] >= it) & (tabu_until[b, loc[a]] >= it)

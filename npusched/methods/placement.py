@@ -7,6 +7,7 @@ The exact methods start from a warm start: tabu search with the call's seed unle
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,17 +19,19 @@ from npusched.heuristics.placement import (
     tabu_placement,
 )
 from npusched.methods.linear import linear_result, run_model
-from npusched.methods.registry import Context, Method, NoParams, register
+from npusched.methods.registry import Context, Method, NoParams, bounded, register
 from npusched.problem.placement import Placement, PlacementInstance
 from npusched.solvers.result import Result, Status
 from npusched.verify import verify_placement
 
-HEURISTICS: dict[str, Callable[[PlacementInstance, int], Placement]] = {
-    "snake": lambda inst, seed: snake_placement(inst),
-    "greedy": lambda inst, seed: greedy_placement(inst),
-    "anneal": lambda inst, seed: anneal_placement(inst, seed=seed),
-    "tabu": lambda inst, seed: tabu_placement(inst, seed=seed),
+HEURISTICS: dict[str, Callable[[PlacementInstance, int, float | None], Placement]] = {
+    "snake": lambda inst, seed, deadline: snake_placement(inst),
+    "greedy": lambda inst, seed, deadline: greedy_placement(inst),
+    "anneal": lambda inst, seed, deadline: anneal_placement(inst, seed=seed),
+    "tabu": lambda inst, seed, deadline: tabu_placement(inst, seed=seed, deadline=deadline),
 }
+"""The placement heuristics by name: ``(instance, seed, deadline) -> Placement``; tabu search
+stops at the deadline, the others are fast (anneal: a fixed schedule of moves)."""
 
 
 def _qap_form(problem: PlacementInstance) -> str | None:
@@ -36,7 +39,8 @@ def _qap_form(problem: PlacementInstance) -> str | None:
 
 
 def _warm_start(problem: PlacementInstance, params: Any, ctx: Context) -> Context:
-    """The given placement, checked, or tabu search's with the call's seed.
+    """The given placement, checked, or tabu search's with the call's seed (within a quarter of
+    the time limit).
 
     Raises
     ------
@@ -44,8 +48,10 @@ def _warm_start(problem: PlacementInstance, params: Any, ctx: Context) -> Contex
         The given warm start is not a feasible placement of ``problem``.
     """
     warm = ctx.warm_start
-    if warm is None:
-        warm = tabu_placement(problem, seed=ctx.seed)
+    if warm is None:  # tabu search gets at most a quarter of the time
+        left = ctx.remaining()
+        share = None if left is None else time.perf_counter() + left / 4
+        warm = tabu_placement(problem, seed=ctx.seed, deadline=share)
     elif not isinstance(warm, Placement) or verify_placement(problem, warm):
         raise ValueError("a placement warm start must be a feasible Placement")
     return dataclasses.replace(ctx, warm_start=warm)
@@ -53,13 +59,18 @@ def _warm_start(problem: PlacementInstance, params: Any, ctx: Context) -> Contex
 
 def _heuristic(name: str) -> Callable[[PlacementInstance, str, NoParams, Context], Result]:
     def run(inst: PlacementInstance, backend: str, params: NoParams, ctx: Context) -> Result:
-        placement = HEURISTICS[name](inst, ctx.seed)
+        placement = HEURISTICS[name](inst, ctx.seed, ctx.deadline)
         return Result(Status.FEASIBLE, name, "none", inst.cost(placement.loc), solution=placement)
 
     return run
 
 
 def _run_qap(inst: PlacementInstance, backend: str, params: NoParams, ctx: Context) -> Result:
+    """The placement MIP within the time limit, model building included (:func:`bounded`)."""
+    return bounded("qap", backend, ctx, lambda c: _qap_answer(inst, backend, c))
+
+
+def _qap_answer(inst: PlacementInstance, backend: str, ctx: Context) -> Result:
     model = PlacementModel(inst)
     raw, decoded = run_model(model, backend, ctx.warm_start, ctx)
     stats = {"variables": model.model.num_vars, "rows": model.model.row_counts()}

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from npusched.solvers.common import STOPPED, run_within
 from npusched.solvers.result import Result, Status, TracePoint
 
 
@@ -59,6 +60,24 @@ class Context:
     def until(self, deadline: float | None) -> Context:
         """This context with an earlier ``deadline`` (for one stage of a method)."""
         return dataclasses.replace(self, deadline=deadline)
+
+
+def bounded(method: str, backend: str, ctx: Context, run: Callable[[Context], Result]) -> Result:
+    """``run(ctx)`` — model building and solving — in a forked process stopped at the time limit
+    (:func:`~npusched.solvers.common.run_within`): building and loading large models overran
+    limits by minutes (CP-SAT on 10⁴ μops and 10⁵ edges: 92 s for 15 s). The solver inside gets
+    a second less to hand its answer back. Stopped, the result is ``time_limit_no_solution``
+    (``error`` when the process died, e.g. past ``--memory-limit``) with the reason, and
+    :func:`solve` returns the warm start in its place."""
+    remaining = ctx.remaining()
+    if remaining is None:
+        return run(ctx)
+    inner = ctx.until(time.perf_counter() + max(remaining - 1.0, remaining / 2))
+    how, res = run_within(lambda: run(inner), remaining)
+    if how == "done":
+        return res
+    status = Status.TIME_LIMIT_NO_SOLUTION if how == "time" else Status.ERROR
+    return Result(status, method, backend, message=f"{backend} {STOPPED[how]}")
 
 
 def _always(problem: Any) -> str | None:
@@ -190,8 +209,9 @@ def _type_names(types: type | tuple[type, ...]) -> str:
 
 
 def _keep_warm_start(problem: Any, result: Result, warm: Any) -> Result:
-    """A solver stopped by its time limit before it found anything: the warm start it was given
-    (checked feasible by ``prepare``) is still a solution, so return it, marked feasible."""
+    """A solver stopped by its time limit (or its memory limit) before it found anything: the
+    warm start it was given (checked feasible by ``prepare``) is still a solution, so return it,
+    marked feasible, with the problem's trivial lower bound when the solver proved none."""
     if hasattr(warm, "makespan"):
         value = float(warm.makespan(problem))
     elif hasattr(warm, "loc") and hasattr(problem, "cost"):
@@ -200,6 +220,8 @@ def _keep_warm_start(problem: Any, result: Result, warm: Any) -> Result:
         return result
     note = "time limit before the solver found a solution: this is the warm start it was given"
     result.status, result.objective, result.solution = Status.FEASIBLE, value, warm
+    if result.bound is None and hasattr(problem, "lower_bound"):
+        result.bound = float(problem.lower_bound())
     result.message = f"{result.message}; {note}" if result.message else note
     return result
 
@@ -254,7 +276,8 @@ def solve(
     if meth.prepare is not None:
         ctx = meth.prepare(problem, prm, ctx)
     result = meth.run(problem, backend, prm, ctx)
-    if result.status is Status.TIME_LIMIT_NO_SOLUTION and ctx.warm_start is not None:
+    stopped = result.status is Status.ERROR and result.message.endswith(STOPPED["died"])
+    if (result.status is Status.TIME_LIMIT_NO_SOLUTION or stopped) and ctx.warm_start is not None:
         result = _keep_warm_start(problem, result, ctx.warm_start)
     result.runtime_s = time.perf_counter() - t0
     result.threads, result.seed, result.time_limit = threads, seed, time_limit

@@ -34,12 +34,12 @@ from npusched.heuristics.scheduling.mesh_baselines import (
 )
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.methods.linear import linear_result, run_model
-from npusched.methods.registry import Context, Method, NoParams, register
+from npusched.methods.registry import Context, Method, NoParams, bounded, register
 from npusched.problem.placement import Placement, stage2_instance
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
 from npusched.problem.scheduling.schedule import Schedule
-from npusched.solvers.common import STOPPED, RawOutput, run_within
+from npusched.solvers.common import RawOutput
 from npusched.solvers.dispatch import LINEAR_BACKENDS
 from npusched.solvers.result import Result, Status, TracePoint
 from npusched.verify import check, verify
@@ -229,31 +229,9 @@ def _run_timeindexed(
 def _run_cpsat(
     instance: SchedulingInstance, backend: str, params: CpsatParams, ctx: Context
 ) -> Result:
-    """The interval model in CP-SAT, within the time limit (:func:`_bounded`)."""
-    return _bounded("cpsat", instance, ctx, lambda c: _cpsat_answer(instance, c))
-
-
-def _bounded(
-    method: str, instance: SchedulingInstance, ctx: Context, run: Callable[[Context], Result]
-) -> Result:
-    """``run(ctx)`` — model building and solving — in a forked process stopped at the time
-    limit (:func:`~npusched.solvers.common.run_within`): on 10⁴ μops and 10⁵ edges building and
-    loading a CP-SAT model alone overran a 15 s limit by minutes. The solver inside gets a second
-    less to hand its answer back. Stopped, the result is the warm start with the instance's lower
-    bound, and the message says why."""
-    remaining = ctx.remaining()
-    if remaining is None:
-        return run(ctx)
-    inner = ctx.until(time.perf_counter() + max(remaining - 1.0, remaining / 2))
-    how, res = run_within(lambda: run(inner), remaining)
-    if how == "done":
-        return res
-    result = heuristic_result(method, instance, ctx.warm_start)
-    result.backend, result.status = "cpsat", Status.FEASIBLE
-    result.message = (
-        f"CP-SAT {STOPPED[how]}; result = the warm start, bound = the instance's lower bound"
-    )
-    return result
+    """The interval model in CP-SAT, within the time limit, model building included
+    (:func:`~npusched.methods.registry.bounded`)."""
+    return bounded("cpsat", "cpsat", ctx, lambda c: _cpsat_answer(instance, c))
 
 
 def _cpsat_answer(instance: SchedulingInstance, ctx: Context) -> Result:
@@ -376,7 +354,7 @@ def _run_joint(instance: Any, backend: str, params: JointParams, ctx: Context) -
     first the makespan, then the NoC cost with the makespan held (half the time each)."""
     if isinstance(instance, RoutedInstance):
         return _run_routed(instance, ctx)
-    return _bounded("joint", instance, ctx, lambda c: _joint_answer(instance, params, c))
+    return bounded("joint", "cpsat", ctx, lambda c: _joint_answer(instance, params, c))
 
 
 def _joint_answer(instance: SchedulingInstance, params: JointParams, ctx: Context) -> Result:

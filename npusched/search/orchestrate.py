@@ -41,6 +41,11 @@ from npusched.solvers.result import Result, Status
 from npusched.verify import check
 from npusched.workload.network import Network
 
+MIN_STAGE = 3.0
+"""With a run's time limit, a final stage with less of it left is skipped: its own preparation
+(the list schedule, the time quantum, building the model) takes 1–3 s on 5 000 μops, so it
+could only overrun the limit."""
+
 
 @dataclass
 class Orchestration:
@@ -112,6 +117,8 @@ def final_stages(
     results, stages = [start], {}
     for method in ("twostage", "joint"):
         left = limit if deadline is None else min(limit, deadline - time.perf_counter())
+        if deadline is not None and deadline - time.perf_counter() < MIN_STAGE:
+            left = 0.0  # too little of the run's limit left for a stage to prepare and solve
         warm = best_of(inst, results).solution
         assert isinstance(warm, Schedule)
         res, stages[method] = _stage(inst, method, warm, left, threads, seed)

@@ -42,7 +42,12 @@ def solve_linear(
     if raw.x is not None:
         # integer variables come back with round-off (1013.9999…): snap them, recompute the value
         integral = np.asarray(lm.integral)
+        fractional = bool((np.abs(raw.x[integral] - np.round(raw.x[integral])) > 1e-5).any())
         raw.x[integral] = np.round(raw.x[integral])
+        if fractional or not lm.satisfies(raw.x, tol=1e-4, rel=1e-6):  # CBC stopped in its LP
+            return RawOutput(Status.TIME_LIMIT_NO_SOLUTION, trace=raw.trace, message=(
+                f"{backend} reported {raw.status.value} but its values do not satisfy the model "
+                "(a fractional or partial answer); not used"))  # fmt: skip
         raw.objective = lm.objective_value(raw.x)
     return raw
 

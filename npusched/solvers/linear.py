@@ -87,8 +87,9 @@ class LinearModel:
             np.fromiter((r[3] for r in self.rows), float, self.num_rows),
         )
 
-    def satisfies(self, x: ArrayLike, tol: float = 1e-9) -> bool:
-        """``x`` is within every variable's bounds, integral where required, and every row's."""
+    def satisfies(self, x: ArrayLike, tol: float = 1e-9, rel: float = 0.0) -> bool:
+        """``x`` is within every variable's bounds, integral where required, and every row's
+        (each within ``tol`` plus ``rel`` times the row's largest finite bound)."""
         v = np.asarray(x, dtype=float)
         if v.shape != (self.num_vars,):
             return False
@@ -98,8 +99,14 @@ class LinearModel:
         if (np.abs(v[integral] - np.round(v[integral])) > tol).any():
             return False
         lo, hi = self.row_bounds()
-        activity = np.array([float(np.dot(c, v[i])) for i, c, _, _ in self.rows])
-        return bool(((activity >= lo - tol) & (activity <= hi + tol)).all())
+        start, index, value = self.csr()
+        terms = np.concatenate([[0.0], np.cumsum(value * v[index])])
+        activity = terms[start[1:]] - terms[start[:-1]]
+        scale = np.maximum(
+            np.where(np.isfinite(lo), np.abs(lo), 0), np.where(np.isfinite(hi), np.abs(hi), 0)
+        )
+        slack = tol + rel * scale
+        return bool(((activity >= lo - slack) & (activity <= hi + slack)).all())
 
     def cost_vector(self) -> NDArray[np.float64]:
         c = np.zeros(self.num_vars)

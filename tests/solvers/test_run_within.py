@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import time
 
+import numpy as np
 import pytest
 
 from npusched.solvers import dispatch
@@ -62,3 +63,16 @@ def test_large_models_solve_in_a_child_with_the_same_answer(backend, monkeypatch
     )
     assert here.objective == there.objective == best
     assert list(here.x) == list(there.x)
+
+
+def test_a_claimed_solution_that_breaks_the_model_is_not_passed_on(monkeypatch):
+    """CBC stopped in its root LP was reported optimal through PuLP with fractional values
+    (QAP nug30, 3 s): such an answer must not come back as a solution."""
+    from npusched.solvers.common import RawOutput
+
+    lp_values = np.array([1, 1, 1, 0.5, 0, 0.0])  # weight 3+4+5+3 = 15 ≤ 15, but x3 = 0.5
+    monkeypatch.setattr(dispatch, "_run", lambda *a: RawOutput(Status.OPTIMAL, lp_values, -18.0))
+    raw = dispatch.solve_linear(_knapsack(), "cbc", time_limit=5.0, threads=1, seed=0)
+    assert raw.status is Status.TIME_LIMIT_NO_SOLUTION and raw.x is None
+    assert "do not satisfy the model" in raw.message
+    assert _knapsack().satisfies(np.array([1, 1, 1, 0, 0, 0.0]))
