@@ -117,7 +117,8 @@ def bayes_search(
 ) -> SearchResult:
     """Algorithm 1 over ``space`` with at most ``budget`` evaluations (the paper's default 50),
     stopping early at ``deadline`` (``time.perf_counter()``; then ``complete`` is false) once a
-    shape has a verified schedule.
+    shape has a verified schedule: a step that would end past it, judged by the last step's
+    time, is not begun.
 
     The points ``first`` (indices into ``space``, e.g. a user's shapes) and ``n_init`` Sobol
     points (line 1) come first; then each step fits the GP and proposes ``q`` points: the UCB's
@@ -139,10 +140,12 @@ def bayes_search(
     starts += [k for k in sobol_starts(space, min(n_init, budget), seed) if k not in starts]
     bar = tqdm(total=budget, disable=not progress, desc="search", unit="eval")
     try:
+        step = 0.0  # the last step's seconds: a step that would end past the deadline is not begun
         while len(seen) < budget:
-            if deadline is not None and out.feasible and time.perf_counter() > deadline:
+            if deadline is not None and out.feasible and time.perf_counter() + step > deadline:
                 out.complete = False
                 break
+            began = time.perf_counter()
             size = min(q, budget - len(seen))
             preds: list[tuple[float, float] | None]
             if starts:
@@ -162,6 +165,7 @@ def bayes_search(
             out.predicted += preds
             seen += batch
             _show(bar, out, len(batch))
+            step = time.perf_counter() - began
     finally:
         bar.close()
     return out
