@@ -5,9 +5,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
-import math
 import os
-import sys
 import tempfile
 import zlib
 from functools import cache
@@ -51,7 +49,7 @@ def read_json(path: str | Path) -> Any:
     except (UnicodeDecodeError, EOFError, zlib.error):
         raise InputError(path, "(file)", "not UTF-8 text (a binary or truncated file?)") from None
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        return json.loads(text, parse_constant=_no_constant)
     except _NotJson as err:
         raise InputError(path, "(file)", str(err)) from None
     except RecursionError:
@@ -60,9 +58,6 @@ def read_json(path: str | Path) -> Any:
         raise InputError(
             path, f"(line {err.lineno}, column {err.colno})", f"not valid JSON: {err.msg}"
         ) from None
-    except ValueError:  # an integer of more than sys.get_int_max_str_digits() digits
-        digits = sys.get_int_max_str_digits()
-        raise InputError(path, "(file)", f"an integer of more than {digits} digits") from None
 
 
 class _NotJson(ValueError):
@@ -71,14 +66,6 @@ class _NotJson(ValueError):
 
 def _no_constant(name: str) -> Any:
     raise _NotJson(f"{name} is not a JSON number (NaN and infinities are refused)")
-
-
-def _finite(text: str) -> float:
-    """A JSON float; one that overflows to an infinity (``1e999``) is refused like ``Infinity``."""
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NotJson(f"{text} is out of the range of a float (infinities are refused)")
-    return value
 
 
 def write_json(path: str | Path, data: Any, indent: int | None = 1) -> None:
@@ -199,24 +186,10 @@ def load_schema(name: str) -> dict[str, Any]:
     return json.loads(resources.files("npusched.common").joinpath(f"schema/{name}").read_text())
 
 
-def _is_integer(checker: Any, instance: Any) -> bool:
-    """JSON Schema's ``integer``, without the floats it also admits (``3.0``, ``1e20``): the
-    readers build int64 arrays from these fields, and a float there is a wrong type, not a
-    number to round."""
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
-)
-
-
 def validate(data: Any, schema_name: str, path: str | Path) -> None:
-    """Validate ``data`` against a shipped schema (``integer``: a JSON number written without a
-    fraction or exponent); the first error (in document order) raises :class:`InputError`
-    naming its field."""
-    validator = _Validator(load_schema(schema_name))
+    """Validate ``data`` against a shipped schema; the first error (in document order) raises
+    :class:`InputError` naming its field."""
+    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         e = errors[0]
