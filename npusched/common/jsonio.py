@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import math
 import os
+import sys
 import tempfile
 import zlib
 from functools import cache
@@ -23,18 +25,30 @@ def _is_gzip(path: Path) -> bool:
     return path.suffix == ".gz"
 
 
+def _decode(path: Path, raw: bytes) -> str:
+    """``raw`` as UTF-8 text (a UTF-8 byte-order mark is dropped); other bytes raise
+    :class:`InputError` naming the file and what it looks like."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            reason = "UTF-16 text by its byte-order mark; npusched reads UTF-8"
+        elif raw.count(0) > len(raw) // 4:  # UTF-16 without a mark: every other byte zero
+            reason = f"not UTF-8 text (byte {err.start}: UTF-16, or a binary file?)"
+        else:
+            reason = f"not UTF-8 text (byte {err.start}: a binary file?)"
+        raise InputError(path, "(file)", reason) from None
+
+
 def read_text(path: str | Path) -> str:
     """A text file's contents (UTF-8); an unreadable, binary or otherwise encoded file raises
     :class:`InputError` naming it."""
     path = Path(path)
     try:
-        return path.read_bytes().decode("utf-8")
+        raw = path.read_bytes()
     except OSError as err:
         raise InputError(path, "(file)", err.strerror or str(err)) from None
-    except UnicodeDecodeError as err:
-        raise InputError(
-            path, "(file)", f"not UTF-8 text (byte {err.start}: a binary file, or UTF-16?)"
-        ) from None
+    return _decode(path, raw)
 
 
 def read_json(path: str | Path) -> Any:
@@ -43,13 +57,13 @@ def read_json(path: str | Path) -> Any:
     path = Path(path)
     try:
         raw = gzip.decompress(path.read_bytes()) if _is_gzip(path) else path.read_bytes()
-        text = raw.decode("utf-8")
     except OSError as err:  # also gzip.BadGzipFile
         raise InputError(path, "(file)", getattr(err, "strerror", None) or str(err)) from None
-    except (UnicodeDecodeError, EOFError, zlib.error):
-        raise InputError(path, "(file)", "not UTF-8 text (a binary or truncated file?)") from None
+    except (EOFError, zlib.error):
+        raise InputError(path, "(file)", "a truncated or corrupt gzip file") from None
+    text = _decode(path, raw)
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except _NotJson as err:
         raise InputError(path, "(file)", str(err)) from None
     except RecursionError:
@@ -58,6 +72,9 @@ def read_json(path: str | Path) -> Any:
         raise InputError(
             path, f"(line {err.lineno}, column {err.colno})", f"not valid JSON: {err.msg}"
         ) from None
+    except ValueError:  # an integer of more than sys.get_int_max_str_digits() digits
+        digits = sys.get_int_max_str_digits()
+        raise InputError(path, "(file)", f"an integer of more than {digits} digits") from None
 
 
 class _NotJson(ValueError):
@@ -66,6 +83,14 @@ class _NotJson(ValueError):
 
 def _no_constant(name: str) -> Any:
     raise _NotJson(f"{name} is not a JSON number (NaN and infinities are refused)")
+
+
+def _finite(text: str) -> float:
+    """A JSON float; one that overflows to an infinity (``1e999``) is refused like ``Infinity``."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotJson(f"{text} is out of the range of a float (infinities are refused)")
+    return value
 
 
 def write_json(path: str | Path, data: Any, indent: int | None = 1) -> None:
@@ -186,10 +211,24 @@ def load_schema(name: str) -> dict[str, Any]:
     return json.loads(resources.files("npusched.common").joinpath(f"schema/{name}").read_text())
 
 
+def _is_integer(checker: Any, instance: Any) -> bool:
+    """JSON Schema's ``integer``, without the floats it also admits (``3.0``, ``1e20``): the
+    readers build int64 arrays from these fields, and a float there is a wrong type, not a
+    number to round."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
+)
+
+
 def validate(data: Any, schema_name: str, path: str | Path) -> None:
-    """Validate ``data`` against a shipped schema; the first error (in document order) raises
-    :class:`InputError` naming its field."""
-    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
+    """Validate ``data`` against a shipped schema (``integer``: a JSON number written without a
+    fraction or exponent); the first error (in document order) raises :class:`InputError`
+    naming its field."""
+    validator = _Validator(load_schema(schema_name))
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         e = errors[0]

@@ -13,3 +13,6 @@ from __future__ import annotations
 
 MAX_VALUE = 2**40
 MAX_TIME = 2**62 - 1 - MAX_VALUE
+MAX_BETA = 1e6
+"""Largest weight β of the NoC cost in ``joint``'s ``T + β·C``: with C ≤ 2^40 hops·bytes it keeps
+the scaled objective inside int64."""

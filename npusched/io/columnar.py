@@ -42,9 +42,29 @@ def graph_columns(inst: SchedulingInstance) -> tuple[dict[str, Any], dict[str, A
     return uops, edges
 
 
+def _array(path: str, field: str, values: Any) -> np.ndarray:
+    """``values`` as a numpy array; a ragged list (``[1, [2]]``) is an InputError."""
+    try:
+        return np.asarray(values)
+    except ValueError:
+        raise InputError(path, field, "must be a flat list (or rows of equal length)") from None
+
+
 def _ints(path: str, field: str, values: Any, ndim: int = 1) -> np.ndarray:
     """``values`` as a non-negative int64 array of ``ndim`` dimensions, or an InputError."""
-    arr = np.asarray(values)
+    arr = _array(path, field, values)
+    if arr.size and arr.ndim == ndim and arr.dtype.kind in "OfU":  # name the first bad value
+        flat = arr.reshape(-1).tolist()
+        for k, v in enumerate(flat):
+            at = (
+                f"{field}[{k}]"
+                if ndim == 1
+                else f"{field}[{k // arr.shape[1]}][{k % arr.shape[1]}]"
+            )
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise InputError(path, at, f"must be an integer, got {v!r}")
+            if abs(v) > MAX_VALUE:
+                raise InputError(path, at, f"must be at most 2^40 = {MAX_VALUE}")
     if arr.size and (arr.ndim != ndim or not np.issubdtype(arr.dtype, np.integer)):
         raise InputError(path, field, f"must be {'a list' if ndim == 1 else 'rows'} of integers")
     if arr.size and np.abs(arr).max() > MAX_VALUE:  # before the cast: no silent wrap-around
@@ -58,7 +78,7 @@ def _ints(path: str, field: str, values: Any, ndim: int = 1) -> np.ndarray:
 
 
 def _ids(path: str, field: str, values: Any) -> np.ndarray:
-    arr = np.asarray(values)
+    arr = _array(path, field, values)
     strings = arr.dtype.kind == "U" and all(isinstance(v, str) for v in values)  # numpy casts
     if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.integer) or strings):
         raise InputError(path, field, "ids must be all integers or all strings")
@@ -78,7 +98,7 @@ def _same_length(path: str, table: dict[str, Any], name: str) -> int:
 def _index(path: str, ids: np.ndarray, field: str, values: Any) -> np.ndarray:
     """Positions of the ids ``values`` in ``ids`` (sorted search); an id of another type or an
     unknown id is an InputError."""
-    refs = np.asarray(values)
+    refs = _array(path, field, values)
     if refs.size == 0:
         return np.zeros(0, dtype=np.int64)
     if (

@@ -203,7 +203,17 @@ def _columnar_from_dict(data: dict[str, Any], path: str) -> SchedulingInstance:
         ref = Reference(**data.get("reference", {}))
         return SchedulingInstance(graph, acc, table, data["name"], ref, data.get("source", {}))
     except ValueError as err:
-        raise InputError(path, "(instance)", str(err)) from None
+        raise InputError(path, _field_of(err), str(err)) from None
+
+
+def _field_of(err: ValueError) -> str:
+    """The field an instance's own check (graph, durations, delays) refers to."""
+    text = str(err)
+    if "link_bandwidth" in text:
+        return "mesh/link_bandwidth"
+    if "speed" in text:
+        return "cores"
+    return "edges" if any(w in text for w in ("cycle", "edge", "self-loop")) else "(instance)"
 
 
 def instance_from_dict(data: Any, path: str = "<memory>") -> SchedulingInstance | RoutedInstance:
@@ -249,8 +259,7 @@ def instance_from_dict(data: Any, path: str = "<memory>") -> SchedulingInstance 
         ref = Reference(**data.get("reference", {}))
         inst = SchedulingInstance(graph, acc, table, data["name"], ref, data.get("source", {}))
     except ValueError as err:
-        field = "edges" if "cycle" in str(err) or "edge" in str(err) else "(instance)"
-        raise InputError(path, field, str(err)) from None
+        raise InputError(path, _field_of(err), str(err)) from None
     if "topology" in data:
         return _routed_from_dict(data, inst, path)
     if any(k in data for k in ("dram_tensors", "data_unit")) or any(

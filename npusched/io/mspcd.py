@@ -17,6 +17,7 @@ row-major. Processor ``k`` is core ``k``; task ``i`` is μop id ``i``.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -56,8 +57,13 @@ def _tokens(path: Path) -> list[tuple[int, list[int]]]:
         try:
             rows.append((no, [int(w) for w in words]))
         except ValueError:
-            bad = next(w for w in words if not re.fullmatch(r"[+-]?\d+", w))
-            raise InputError(path, f"line {no}", f"{bad!r} is not an integer") from None
+            bad = next((w for w in words if not re.fullmatch(r"[+-]?\d+", w)), None)
+            reason = (
+                f"{bad!r} is not an integer"
+                if bad is not None
+                else f"an integer of more than {sys.get_int_max_str_digits()} digits"
+            )
+            raise InputError(path, f"line {no}", reason) from None
     return rows
 
 

@@ -9,11 +9,15 @@ import numpy as np
 
 from npusched.common.errors import InputError
 from npusched.common.jsonio import load_schema, read_text, validate, write_json
+from npusched.common.limits import MAX_VALUE
 from npusched.problem.placement import PlacementInstance
 from npusched.problem.scheduling.instance import Reference
 from npusched.problem.scheduling.noc import Mesh
 
 FORMAT = "npusched/placement/v1"
+MAX_CELLS = 4096
+"""Most mesh cells (and QAPLIB facilities) a placement instance may have: the models and the
+distance matrix grow with the square of the cell count (4096 cells: a 128 MB matrix)."""
 
 
 def placement_schema() -> dict[str, Any]:
@@ -37,6 +41,9 @@ def placement_to_dict(inst: PlacementInstance) -> dict[str, Any]:
 
 def placement_from_dict(data: Any, path: str = "<memory>") -> PlacementInstance:
     validate(data, "placement.schema.json", path)
+    rows, cols = data["mesh"]["rows"], data["mesh"]["cols"]
+    if rows * cols > MAX_CELLS:
+        raise InputError(path, "mesh", f"{rows}x{cols} has more than {MAX_CELLS} cells")
     n = len(data["flow"])
     for t, row in enumerate(data["flow"]):
         if len(row) != n:
@@ -52,7 +59,8 @@ def placement_from_dict(data: Any, path: str = "<memory>") -> PlacementInstance:
             source=data.get("source", {}),
         )
     except ValueError as err:
-        raise InputError(path, "(instance)", str(err)) from None
+        field = next((f for f in ("cells", "flow") if f in str(err)), "(instance)")
+        raise InputError(path, field, str(err)) from None
 
 
 def write_placement(inst: PlacementInstance, path: str | Path) -> None:
@@ -86,12 +94,16 @@ def read_qaplib(path: str | Path) -> PlacementInstance:
         n = int(tokens[0])
     except (IndexError, ValueError):
         raise InputError(path, "(header)", "expected n and two n x n integer matrices") from None
-    if not 1 <= n <= 10_000:
-        raise InputError(path, "n", f"the number of facilities must be 1..10000, got {n}")
+    if not 1 <= n <= MAX_CELLS:
+        raise InputError(path, "n", f"the number of facilities must be 1..{MAX_CELLS}, got {n}")
     try:
-        values = np.array([int(t) for t in tokens[1 : 1 + 2 * n * n]], dtype=np.int64)
-    except (ValueError, OverflowError):
+        numbers = [int(t) for t in tokens[1 : 1 + 2 * n * n]]
+    except ValueError:
         raise InputError(path, "matrices", "expected two n x n integer matrices") from None
+    if any(not 0 <= v <= MAX_VALUE for v in numbers):
+        bad = next(v for v in numbers if not 0 <= v <= MAX_VALUE)
+        raise InputError(path, "matrices", f"{bad} is outside 0..2^40")
+    values = np.array(numbers, dtype=np.int64)
     if values.size != 2 * n * n:
         raise InputError(path, "matrices", f"expected {2 * n * n} numbers, found {values.size}")
     a, b = values[: n * n].reshape(n, n), values[n * n :].reshape(n, n)

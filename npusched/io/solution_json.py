@@ -221,20 +221,13 @@ def read_solution(
     start = np.full(inst.n, -1, dtype=np.int64)
     core = np.full(inst.n, -1, dtype=np.int64)
     for k, op in enumerate(ops):
-        try:
-            i, c, s = index[op["id"]], core_index[op["core"]], op["start"]
-        except (KeyError, TypeError):
-            raise InputError(
-                path,
-                f"ops/{k}",
-                "needs an 'id' and a 'core' of the instance and an integer 'start'",
-            ) from None
-        for field in ("start", "end"):
-            v = op.get(field, 0)
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise InputError(path, f"ops/{k}/{field}", f"must be an integer, got {v!r}")
-            if not 0 <= v <= MAX_TIME:
-                raise InputError(path, f"ops/{k}/{field}", f"{v} is outside 0..2^62 - 2^40 - 1")
+        if not isinstance(op, dict) or any(key not in op for key in ("id", "core", "start")):
+            raise InputError(path, f"ops/{k}", "needs an 'id', a 'core' and a 'start'")
+        i = _lookup(path, f"ops/{k}/id", index, op["id"], "no μop of the instance has id")
+        c = _lookup(path, f"ops/{k}/core", core_index, op["core"], "no core of the instance has id")
+        s = _time(path, f"ops/{k}/start", op["start"])
+        if "end" in op:
+            _time(path, f"ops/{k}/end", op["end"])
         if start[i] >= 0:
             raise InputError(path, f"ops/{k}/id", f"μop {op['id']!r} appears twice")
         start[i], core[i] = s, c
@@ -246,6 +239,23 @@ def read_solution(
     if isinstance(inst, RoutedInstance):
         return _read_routed(path, inst, data, start, core), data
     return Schedule(start, core), data
+
+
+def _lookup(path: str | Path, field: str, table: dict[Any, int], key: Any, reason: str) -> int:
+    """``table[key]``, or an InputError ``reason KEY`` naming ``field``."""
+    try:
+        return table[key]
+    except (KeyError, TypeError):  # TypeError: an unhashable key (a list, an object)
+        raise InputError(path, field, f"{reason} {key!r}") from None
+
+
+def _time(path: str | Path, field: str, value: Any) -> int:
+    """A schedule time read from a file: an integer in ``0..MAX_TIME``, or an InputError."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InputError(path, field, f"must be an integer, got {value!r}")
+    if not 0 <= value <= MAX_TIME:
+        raise InputError(path, field, f"{value} is outside 0..2^62 - 2^40 - 1")
+    return value
 
 
 def _read_routed(
@@ -266,17 +276,25 @@ def _read_routed(
         raise InputError(path, "transfers", "not a list")
     for k, rec in enumerate(recs):
         where = f"transfers/{k}"
-        try:
-            src = -1 - tensor_of[rec["tensor"]] if rec["src"] == "dram" else index[rec["src"]]
-            key = (src, col[rec["dst_core"]])
-            ts, te = int(rec["start"]), int(rec["end"])
-        except (KeyError, TypeError, ValueError):
+        if not isinstance(rec, dict) or any(
+            f not in rec for f in ("src", "dst_core", "start", "end")
+        ):
             raise InputError(
-                path,
-                where,
-                "needs 'src' (an op id, or \"dram\" with a 'tensor' name), a 'dst_core' of the "
-                "instance and integer 'start' and 'end'",
-            ) from None
+                path, where, "needs 'src' (an op id, or \"dram\" with a 'tensor' name), "
+                "'dst_core', 'start' and 'end'",
+            )  # fmt: skip
+        if rec["src"] == "dram":
+            name = rec.get("tensor")
+            src = -1 - _lookup(
+                path, f"{where}/tensor", tensor_of, name, "no DRAM tensor of the instance is named"
+            )
+        else:
+            src = _lookup(path, f"{where}/src", index, rec["src"], "no μop of the instance has id")
+        key = (src, _lookup(path, f"{where}/dst_core", col, rec["dst_core"], "no core has id"))
+        ts, te = (
+            _time(path, f"{where}/start", rec["start"]),
+            _time(path, f"{where}/end", rec["end"]),
+        )
         if key not in slot:
             raise InputError(path, where, "this allocation does not need such a transfer")
         t = slot[key]

@@ -54,6 +54,8 @@ def read_stg(
         n = int(rows[0][0])
     except (IndexError, ValueError):
         raise InputError(path, "line 1", "expected the number of tasks") from None
+    if n < 1:
+        raise InputError(path, "line 1", f"the number of tasks must be at least 1, got {n}")
     if len(rows) < n + 3:
         raise InputError(path, "tasks", f"expected {n + 2} task lines, found {len(rows) - 1}")
     latency = np.zeros(n, dtype=np.int64)

@@ -54,7 +54,10 @@ def _topology(data: dict[str, Any], path: str) -> Topology:
             raise InputError(path, f"links/{k}", str(err)) from None
     routes = {}
     for key, route in data["routes"].items():
-        a, b = key.split("->")
+        a, _, b = key.partition("->")
+        if not (a.isdecimal() and b.isdecimal() and len(a + b) <= 18):
+            where = f"routes/{key[:30]}{'…' if len(key) > 30 else ''}"
+            raise InputError(path, where, "a route's key is 'SENDER->RECEIVER', two core ids")
         routes[(int(a), int(b))] = tuple(route)
     try:
         return Topology(tuple(links), routes, data["offchip_core_id"])
@@ -129,7 +132,12 @@ def stream_from_dict(
         )
         name = Path(path).stem + ("_free" if free_allocation else "")
         base = SchedulingInstance(graph, acc, table, name, source=source)
-        return RoutedInstance(base, _topology(data, path), allowed, dram, "bits", preferred)
+    except ValueError as err:
+        field = "edges" if any(w in str(err) for w in ("cycle", "self-loop")) else "(instance)"
+        raise InputError(path, field, str(err)) from None
+    topology = _topology(data, path)
+    try:
+        return RoutedInstance(base, topology, allowed, dram, "bits", preferred)
     except ValueError as err:
         raise InputError(path, "(instance)", str(err)) from None
 

@@ -79,7 +79,7 @@ def _columnar(tmp_path, **change) -> str:
         ({"uops__latency": lambda n: [1, 2]}, "uops.latency", "has 2 entries"),
         ({"edges__dst": lambda n: [0]}, "edges.dst", "has 1 entries"),
         ({"uops__latency": lambda n: [1, -1] + [1] * (n - 2)}, "uops.latency[1]", ">= 0"),
-        ({"uops__latency": lambda n: [1.5] * n}, "uops.latency", "integers"),
+        ({"uops__latency": lambda n: [1.5] * n}, "uops.latency[0]", "must be an integer, got 1.5"),
         ({"uops__id": lambda n: [0] * n}, "uops.id[1]", "duplicate μop id 0"),
         ({"uops__id": lambda n: ["a", *range(1, n)]}, "uops.id", "all integers or all strings"),
     ],

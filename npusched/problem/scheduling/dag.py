@@ -8,6 +8,7 @@ arrays built once.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -67,14 +68,19 @@ class UopGraph:
         n = lat.size
         if n == 0:
             raise ValueError("a μop graph needs at least one μop")
+
+        def called(k: int) -> Any:
+            """μop ``k`` as the source names it (its id, when the ids are given)."""
+            return repr(self.ids[k]) if self.ids and len(self.ids) == n else k
+
         if (lat < 0).any():
-            raise ValueError(f"latency of μop {int(np.argmin(lat))} is negative")
+            raise ValueError(f"latency of μop {called(int(np.argmin(lat)))} is negative")
         if not (src.size == dst.size == byt.size):
             raise ValueError("src, dst and bytes must have one entry per edge")
         if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
             raise ValueError(f"edge endpoint out of range 0..{n - 1}")
         if (src == dst).any():
-            raise ValueError(f"self-loop on μop {int(src[src == dst][0])}")
+            raise ValueError(f"self-loop on μop {called(int(src[src == dst][0]))}")
         if (byt < 0).any():
             raise ValueError("edge bytes must be non-negative")
         ids = tuple(self.ids) if self.ids else tuple(range(n))

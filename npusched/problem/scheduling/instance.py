@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from npusched.common.limits import MAX_VALUE
 from npusched.problem.scheduling.accelerator import Accelerator
 from npusched.problem.scheduling.dag import IntArray, UopGraph
 
@@ -81,9 +82,25 @@ class SchedulingInstance:
             object.__setattr__(self, "latency_table", table)
         else:
             speeds = np.asarray(self.accelerator.speeds, dtype=float)
-            table = np.ceil(self.graph.latency[:, None] / speeds[None, :] - 1e-9).astype(np.int64)
+            exact = self.graph.latency[:, None] / speeds[None, :]
+            if not exact.max() <= MAX_VALUE:  # before the cast: no silent wrap-around
+                i, k = np.unravel_index(int(np.argmax(exact)), exact.shape)
+                raise ValueError(
+                    f"μop {self.graph.ids[i]!r} would take {exact[i, k]:.3g} cycles on core "
+                    f"{self.accelerator.cores[k].id} (latency / speed), more than 2^40: the "
+                    "core's speed is too small"
+                )
+            table = np.ceil(exact - 1e-9).astype(np.int64)
         table.setflags(write=False)
         object.__setattr__(self, "duration", table)
+        bandwidth = self.accelerator.link_bandwidth
+        if bandwidth is not None and self.graph.num_edges:
+            most = int(self.graph.bytes.max())
+            if not most / bandwidth <= MAX_VALUE:
+                raise ValueError(
+                    f"an edge of {most} bytes takes {most / bandwidth:.3g} cycles at "
+                    f"link_bandwidth {bandwidth:g}, more than 2^40: the link bandwidth is too small"
+                )
 
     @property
     def n(self) -> int:

@@ -7,6 +7,7 @@ from typing import Self
 
 import numpy as np
 
+from npusched.common.limits import MAX_TIME, MAX_VALUE
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.schedule import Schedule
 
@@ -54,6 +55,29 @@ def edge_delays(instance: SchedulingInstance, schedule: Schedule) -> np.ndarray:
     return acc.comm_delay(hops, g.bytes).astype(np.int64)
 
 
+def _outside_domain(instance: SchedulingInstance, schedule: Schedule) -> list[str]:
+    """Durations above 2^40 or transfer delays above 2^61 (an instance built in code, beyond
+    what the readers accept): with starts at most ``MAX_TIME`` every sum below is then an
+    int64, so a verdict is never drawn from a value that wrapped around."""
+    g, acc = instance.graph, instance.accelerator
+    bad = []
+    for i, k in np.argwhere(instance.duration > MAX_VALUE)[:10]:
+        bad.append(
+            f"μop {g.ids[i]} takes {instance.duration[i, k]} cycles on core index {k}, "
+            "more than 2^40: outside the domain verify checks"
+        )
+    if acc.has_comm_delays and g.num_edges:
+        hops = acc.hops()[schedule.core[g.src], schedule.core[g.dst]]
+        per_hop, fixed = acc.delay_terms(g.bytes)
+        approx = np.where(hops > 0, hops * per_hop.astype(float) + fixed, 0.0)
+        for e in np.flatnonzero(~(approx <= 2.0**61))[:10]:
+            bad.append(
+                f"transfer {g.ids[g.src[e]]} -> {g.ids[g.dst[e]]} takes {approx[e]:.3g} cycles, "
+                "more than 2^61: outside the domain verify checks"
+            )
+    return bad
+
+
 def verify(
     instance: SchedulingInstance, schedule: Schedule, claimed_makespan: float | None = None
 ) -> VerifyReport:
@@ -74,10 +98,15 @@ def verify(
     bad: list[str] = []
     for i in np.flatnonzero(schedule.start < 0):
         bad.append(f"μop {ids[i]} starts at negative time {schedule.start[i]}")
+    for i in np.flatnonzero(schedule.start > MAX_TIME)[:10]:  # start + duration stays an int64
+        bad.append(f"μop {ids[i]} starts at {schedule.start[i]}, past the time domain 0..MAX_TIME")
     for i in np.flatnonzero((schedule.core < 0) | (schedule.core >= m)):
         bad.append(
             f"μop {ids[i]} is on core index {schedule.core[i]}, which does not exist (m={m})"
         )
+    if bad:
+        return VerifyReport(None, bad)
+    bad = _outside_domain(instance, schedule)
     if bad:
         return VerifyReport(None, bad)
 
