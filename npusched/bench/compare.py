@@ -6,12 +6,14 @@ import csv
 import os
 import sys
 from collections.abc import Iterable
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
+
+from npusched.common.executor import local_pool
 
 COLUMNS = [
     "instance",
@@ -147,7 +149,7 @@ def compare(
     if executor is None:
         threads = max((j.threads for j in jobs), default=1)
         workers = workers or max(1, (os.cpu_count() or 1) // threads)
-        executor = ProcessPoolExecutor(max_workers=workers)
+        executor = local_pool(workers)
     rows: list[dict[str, Any] | None] = [None] * len(jobs)
     try:
         futures = {executor.submit(run_row, job): k for k, job in enumerate(jobs)}

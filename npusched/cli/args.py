@@ -10,6 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from npusched.common.limits import MAX_BETA
+
 if TYPE_CHECKING:
     from npusched.problem import SchedulingInstance
     from npusched.problem.placement import PlacementInstance
@@ -44,16 +46,36 @@ def positive_float(text: str) -> float:
     return v
 
 
-MAX_BETA = 1e6
-"""Largest ``--beta``: with C ≤ 2^40 hops·bytes it keeps ``T + β·C`` inside int64 once scaled."""
-
-
 def beta(text: str) -> float:
     """``joint``'s weight of the NoC cost: a finite number in ``[0, MAX_BETA]``."""
     v = finite_float(text)
     if not 0 <= v <= MAX_BETA:
         raise argparse.ArgumentTypeError(f"must be between 0 and {MAX_BETA:g}, got {text}")
     return v
+
+
+MEMORY_HELP = (
+    "address space of this run and of its solver processes, in MB (default: 3/4 of the "
+    "machine's memory); past it a solver's result is its warm start, marked so, and any other "
+    "step a one-line error (exit 2)"
+)
+
+
+def memory_mb(text: str) -> int:
+    """``--memory-limit``: whole MB from 1 to 2^42 (an address space of 2^62 bytes)."""
+    v = positive_int(text)
+    if v > 2**42:
+        raise argparse.ArgumentTypeError(f"must be at most {2**42} MB, got {v}")
+    return v
+
+
+def memory_limit(parser: argparse.ArgumentParser) -> None:
+    """``--memory-limit MB`` after a verb as well as before it (``npusched --memory-limit MB
+    VERB``); given neither place, the default stands."""
+    parser.add_argument(
+        "--memory-limit", type=memory_mb, metavar="MB", default=argparse.SUPPRESS,
+        help=MEMORY_HELP,
+    )  # fmt: skip
 
 
 def mesh(text: str) -> tuple[int, int]:

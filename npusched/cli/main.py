@@ -18,7 +18,7 @@ from npusched.cli import (
     tile,
     verify,
 )
-from npusched.cli.args import positive_int
+from npusched.cli.args import MEMORY_HELP, memory_limit, memory_mb
 from npusched.common.errors import InputError
 
 VERBS = (convert, generate, solve, compare, partition, orchestrate, tile, flexer, info, verify)
@@ -27,24 +27,23 @@ VERBS = (convert, generate, solve, compare, partition, orchestrate, tile, flexer
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="npusched", description=__doc__)
-    p.add_argument(
-        "--memory-limit",
-        type=positive_int,
-        metavar="MB",
-        help="address space of this run and its solver processes, in MB (default: 3/4 of the "
-        "machine's memory); past it a solver's result is the warm start and a reader's a "
-        "one-line error",
-    )
+    p.add_argument("--memory-limit", type=memory_mb, metavar="MB", help=MEMORY_HELP)
     sub = p.add_subparsers(dest="command", required=True)
     for verb in VERBS:
         verb.add_parser(sub)
+    for verb_parser in sub.choices.values():  # also after the verb: npusched VERB --memory-limit
+        memory_limit(verb_parser)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; bad input ends with one ``npusched: error:`` line and exit code 2."""
     args = build_parser().parse_args(argv)
-    limit_memory(args.memory_limit)
+    cap = limit_memory(args.memory_limit)
+    out_of_memory = (
+        f"npusched: error: out of memory at the memory limit of {cap // 2**20} MB "
+        "(--memory-limit): the input or its model is too large"
+    )
     try:
         return int(args.func(args))
     except (InputError, ValueError) as err:
@@ -58,8 +57,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"npusched: error: {where}{err.strerror or err}", file=sys.stderr)
         return 2
     except MemoryError:
-        print("npusched: error: out of memory (the input or its model is too large for this "
-              "machine)", file=sys.stderr)  # fmt: skip
+        print(out_of_memory, file=sys.stderr)
+        return 2
+    except ImportError as err:  # a library that cannot be mapped (memory limit), or is missing
+        mapping = "failed to map segment" in str(err) or "allocate memory" in str(err)
+        print(out_of_memory if mapping else f"npusched: error: {err}", file=sys.stderr)
         return 2
     except RecursionError:
         print("npusched: error: input nested too deeply to process", file=sys.stderr)
@@ -69,10 +71,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def limit_memory(mb: int | None) -> None:
+def limit_memory(mb: int | None) -> int:
     """Cap the address space (``RLIMIT_AS``) at ``mb`` MB, by default 3/4 of the physical memory,
     so that an oversized model ends in a MemoryError (or a solver process that dies and leaves
-    the warm start) instead of the machine swapping or being killed."""
+    the warm start) instead of the machine swapping or being killed. Returns the cap in bytes.
+    A forked solver process inherits the cap and the parent's mappings, so parent and child
+    together stay within it."""
     import resource
 
     if mb is None:
@@ -85,6 +89,8 @@ def limit_memory(mb: int | None) -> None:
         cap = min(cap, hard)
     if soft == resource.RLIM_INFINITY or cap < soft or mb is not None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+        return cap
+    return soft
 
 
 if __name__ == "__main__":

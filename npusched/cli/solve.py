@@ -74,15 +74,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 NO_SOLUTION = 3
-"""Exit code of ``solve`` when the method returned no solution (infeasible, out of time with
-nothing in hand, or a solver error); 1 is a solution that fails verification."""
+"""Exit code of ``solve`` when the method returned no solution of its own (infeasible, out of
+time with nothing in hand, or a solver error); 1 is a solution that fails verification."""
 
 
 def exit_code(res: Any, ok: bool | None) -> int:
-    """0: a verified solution; 1: a solution that fails verification; 3: none (the reason is
-    printed on stderr)."""
+    """0: a verified solution; 1: a solution that fails verification; 3: none, or a solver that
+    ended in error (the reason is printed on stderr; the warm start it was given, when there is
+    one, is still the result, written and marked ``"fallback": "warm_start"``)."""
+    from npusched.solvers.result import Status
+
+    why = res.message or "the solver gave no reason"
+    if res.status is Status.ERROR:
+        print(f"npusched: {res.method} ended in error: {why}", file=sys.stderr)
+        return NO_SOLUTION
     if res.solution is None:
-        why = res.message or "the solver gave no reason"
         print(f"npusched: {res.method} returned no solution ({res.status.value}): {why}",
               file=sys.stderr)  # fmt: skip
         return NO_SOLUTION

@@ -11,6 +11,24 @@ from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 
 
+def share_memory(parts: int) -> None:
+    """In a worker of a local pool: its share of the address-space limit in force (``npusched
+    --memory-limit``, inherited from the parent), so that ``parts`` workers together stay
+    within it."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY and parts > 1:
+        resource.setrlimit(resource.RLIMIT_AS, (soft // parts, hard))
+
+
+def local_pool(workers: int | None = None) -> ProcessPoolExecutor:
+    """A process pool of ``workers`` (default: all cores), each with its
+    :func:`share_memory` of the memory limit."""
+    n = workers or os.cpu_count() or 1
+    return ProcessPoolExecutor(max_workers=n, initializer=share_memory, initargs=(n,))
+
+
 @contextlib.contextmanager
 def open_executor(
     spec: str | None = "local", workers: int | None = None
@@ -23,7 +41,7 @@ def open_executor(
         yield None
         return
     if spec == "local":
-        pool = ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1)
+        pool = local_pool(workers)
         try:
             yield pool
         finally:

@@ -4,12 +4,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, as_completed
 from typing import Any
 
 from tqdm import tqdm
+
+from npusched.common.executor import local_pool
 
 
 def map_layers(
@@ -34,7 +35,7 @@ def map_layers(
             return out
         order = sorted(range(len(items)), key=lambda k: -(weights[k] if weights else 0))
         own = executor is None
-        ex = executor or ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1)
+        ex = executor or local_pool(workers)
         try:
             futs = {k: ex.submit(fn, *items[k]) for k in order}
             for _ in as_completed(futs.values()):

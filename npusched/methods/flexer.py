@@ -32,7 +32,7 @@ from npusched.formulations.flexer.offline import offline_bound
 from npusched.formulations.flexer.schedule import schedule_exact
 from npusched.formulations.flexer.spill import solve_spill
 from npusched.heuristics.flexer.search import layer_geometry, search_layer
-from npusched.methods.registry import Context, Method, NoParams, register, solve
+from npusched.methods.registry import Context, Method, NoParams, bounded, register, solve
 from npusched.problem.flexer.layer import FlexerInstance, FlexerSchedule, SpillRequest, supports
 from npusched.problem.flexer.residency import ResidencyProblem
 from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES, FlexerLayer, Settings
@@ -88,14 +88,16 @@ def _run_static(problem: FlexerLayer, backend: str, params: NoParams, ctx: Conte
 
 
 def _run_cpsat(problem: FlexerInstance, backend: str, params: NoParams, ctx: Context) -> Result:
+    """The once-per-tile schedule model within the time limit, model building and CP-SAT's
+    loading included (:func:`bounded`)."""
     p = problem
     hint = ctx.warm_start
     if hint is not None and not isinstance(hint, FlexerSchedule):
         raise ValueError("a flexer-cpsat warm start must be a FlexerSchedule")
-    return schedule_exact(
+    return bounded("flexer-cpsat", "cpsat", ctx, lambda c: schedule_exact(
         p.problem, p.n_npus, p.capacity, p.bandwidth, prefetch=p.prefetch,
-        time_limit=ctx.remaining(), threads=ctx.threads, seed=ctx.seed, hint=hint,
-    )  # fmt: skip
+        time_limit=c.remaining(), threads=c.threads, seed=c.seed, hint=hint,
+    ))  # fmt: skip
 
 
 def _run_spill(problem: SpillRequest, backend: str, params: NoParams, ctx: Context) -> Result:
@@ -109,11 +111,12 @@ def _run_spill(problem: SpillRequest, backend: str, params: NoParams, ctx: Conte
 def _run_offline(
     problem: ResidencyProblem, backend: str, params: FlexerOfflineParams, ctx: Context
 ) -> Result:
-    return offline_bound(
+    """The residency model within the time limit, model building included (:func:`bounded`)."""
+    return bounded("flexer-offline", backend, ctx, lambda c: offline_bound(
         problem.problem, problem.order, problem.capacity, contiguous=params.contiguous,
-        backend=backend, time_limit=ctx.remaining(), threads=ctx.threads, seed=ctx.seed,
-        warm=params.warm, log=ctx.log,
-    )  # fmt: skip
+        backend=backend, time_limit=c.remaining(), threads=c.threads, seed=c.seed,
+        warm=params.warm, log=c.log,
+    ))  # fmt: skip
 
 
 register(

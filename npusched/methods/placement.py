@@ -27,11 +27,11 @@ from npusched.verify import verify_placement
 HEURISTICS: dict[str, Callable[[PlacementInstance, int, float | None], Placement]] = {
     "snake": lambda inst, seed, deadline: snake_placement(inst),
     "greedy": lambda inst, seed, deadline: greedy_placement(inst),
-    "anneal": lambda inst, seed, deadline: anneal_placement(inst, seed=seed),
+    "anneal": lambda inst, seed, deadline: anneal_placement(inst, seed=seed, deadline=deadline),
     "tabu": lambda inst, seed, deadline: tabu_placement(inst, seed=seed, deadline=deadline),
 }
 """The placement heuristics by name: ``(instance, seed, deadline) -> Placement``; tabu search
-stops at the deadline, the others are fast (anneal: a fixed schedule of moves)."""
+and annealing stop at the deadline, the others are fast."""
 
 
 def _qap_form(problem: PlacementInstance) -> str | None:

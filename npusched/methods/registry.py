@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from npusched.solvers.common import STOPPED, run_within
+from npusched.solvers.common import STOPPED, run_within, why_stopped
 from npusched.solvers.result import Result, Status, TracePoint
 
 
@@ -77,7 +77,7 @@ def bounded(method: str, backend: str, ctx: Context, run: Callable[[Context], Re
     if how == "done":
         return res
     status = Status.TIME_LIMIT_NO_SOLUTION if how == "time" else Status.ERROR
-    return Result(status, method, backend, message=f"{backend} {STOPPED[how]}")
+    return Result(status, method, backend, message=f"{backend} {why_stopped(how)}")
 
 
 def _always(problem: Any) -> str | None:
@@ -209,19 +209,34 @@ def _type_names(types: type | tuple[type, ...]) -> str:
 
 
 def _keep_warm_start(problem: Any, result: Result, warm: Any) -> Result:
-    """A solver stopped by its time limit (or its memory limit) before it found anything: the
-    warm start it was given (checked feasible by ``prepare``) is still a solution, so return it,
-    marked feasible, with the problem's trivial lower bound when the solver proved none."""
+    """A solver that ended without a solution of its own — stopped by its time limit or its
+    memory limit, or in error — while the warm start it was given (checked feasible by
+    ``prepare``) is in hand: return the warm start, with the solver's bound or else the
+    problem's trivial lower bound (the better of the two), ``stats["fallback"] = "warm_start"``
+    and a note. Stopped by a limit, the result is ``feasible`` (``optimal`` when the warm start
+    meets the bound); after a solver error it stays ``error`` (the CLI exits non-zero) but still
+    carries the warm start."""
     if hasattr(warm, "makespan"):
         value = float(warm.makespan(problem))
     elif hasattr(warm, "loc") and hasattr(problem, "cost"):
         value = float(problem.cost(warm.loc))
     else:
         return result
-    note = "time limit before the solver found a solution: this is the warm start it was given"
-    result.status, result.objective, result.solution = Status.FEASIBLE, value, warm
-    if result.bound is None and hasattr(problem, "lower_bound"):
-        result.bound = float(problem.lower_bound())
+    if result.status is Status.TIME_LIMIT_NO_SOLUTION:
+        note = "no solution within the time limit: this is the warm start the solver was given"
+        result.status = Status.FEASIBLE
+    elif STOPPED["died"] in result.message:
+        note = "no solution within the memory limit: this is the warm start the solver was given"
+        result.status = Status.FEASIBLE
+    else:
+        note = "the solver ended in error: this is the warm start it was given, not its answer"
+    result.objective, result.solution = value, warm
+    if hasattr(problem, "lower_bound"):  # both bounds hold: keep the better
+        trivial = float(problem.lower_bound())
+        result.bound = trivial if result.bound is None else max(result.bound, trivial)
+    if result.status is Status.FEASIBLE and result.bound is not None and value <= result.bound:
+        result.status = Status.OPTIMAL  # the warm start meets the bound
+    result.stats["fallback"] = "warm_start"
     result.message = f"{result.message}; {note}" if result.message else note
     return result
 
@@ -276,8 +291,8 @@ def solve(
     if meth.prepare is not None:
         ctx = meth.prepare(problem, prm, ctx)
     result = meth.run(problem, backend, prm, ctx)
-    stopped = result.status is Status.ERROR and result.message.endswith(STOPPED["died"])
-    if (result.status is Status.TIME_LIMIT_NO_SOLUTION or stopped) and ctx.warm_start is not None:
+    lost = result.status in (Status.TIME_LIMIT_NO_SOLUTION, Status.ERROR)
+    if lost and result.solution is None and ctx.warm_start is not None:
         result = _keep_warm_start(problem, result, ctx.warm_start)
     result.runtime_s = time.perf_counter() - t0
     result.threads, result.seed, result.time_limit = threads, seed, time_limit

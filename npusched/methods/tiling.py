@@ -26,7 +26,7 @@ from npusched.common.parallel import map_layers
 from npusched.formulations.tiling.layer_cpsat import solve_tso_cpsat
 from npusched.formulations.tiling.mip import solve_tso_mip
 from npusched.heuristics.tiling.search import conv_layers, layer_work, search_tso
-from npusched.methods.registry import Context, Method, register, solve
+from npusched.methods.registry import Context, Method, bounded, register, solve
 from npusched.problem.tiling import TileChoice, TsoLayer, check_fix, evaluate_geom, model_name
 from npusched.solvers.result import Result, Status
 from npusched.workload.network import Network
@@ -100,7 +100,12 @@ def _run_tso_enum(problem: TsoLayer, backend: str, params: TsoEnumParams, ctx: C
 
 
 def _run_tso_exact(problem: TsoLayer, backend: str, params: TsoExactParams, ctx: Context) -> Result:
-    """``tso-exact``: CP-SAT over integer tile sizes, or the candidate MIP on HiGHS."""
+    """``tso-exact``: CP-SAT over integer tile sizes, or the candidate MIP on HiGHS, within the
+    time limit, enumeration and model building included (:func:`bounded`)."""
+    return bounded("tso-exact", backend, ctx, lambda c: _tso_exact(problem, backend, params, c))
+
+
+def _tso_exact(problem: TsoLayer, backend: str, params: TsoExactParams, ctx: Context) -> Result:
     left = ctx.remaining()
     if backend == "highs":
         return solve_tso_mip(problem, left, ctx.threads, ctx.seed, "highs", params.form)

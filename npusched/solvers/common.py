@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,7 +49,21 @@ class TraceRecorder:
             self.points.append(TracePoint(t, self.incumbent, self.bound))
 
 
+def _die_with_parent() -> None:
+    """Linux: this process is killed when its parent ends (``PR_SET_PDEATHSIG``), so a solver
+    process started by a stopped one does not run on."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+
+
 def _send(conn: Any, fn: Callable[[], Any]) -> None:
+    _die_with_parent()
+    highspy = sys.modules.get("highspy")
+    if highspy is not None:  # the parent's HiGHS thread pool, inherited without its threads,
+        highspy.Highs.resetGlobalScheduler(True)  # hangs any solve (PuLP's too): a fresh one
     try:
         conn.send(fn())
     except BaseException as err:  # noqa: BLE001 - reported to the parent
@@ -64,14 +80,16 @@ def run_within(fn: Callable[[], Any], time_limit: float) -> tuple[str, Any]:
     (CP-SAT loading 10⁵ intervals, HiGHS presolving 10⁶ columns); the child inherits the built
     model, nothing is pickled but the answer. An exception in the child is raised here. In a
     daemonic process (a Dask worker, by Dask's default ``distributed.worker.daemon``), which may
-    not start processes, ``fn`` runs in place and the limit is the solver's own."""
+    not start processes, ``fn`` runs in place and the limit is the solver's own. The process
+    started here is not daemonic, so ``fn`` may stop its own solvers the same way (a final stage
+    of ``orchestrate`` and the solver inside it); it dies with its parent."""
     import multiprocessing as mp
 
     if mp.current_process().daemon:  # a Dask worker (daemonic) may not fork: run here
         return "done", fn()
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_send, args=(child, fn), daemon=True)
+    proc = ctx.Process(target=_send, args=(child, fn))  # not daemonic: it may fork in turn
     proc.start()
     child.close()
     try:
@@ -92,6 +110,18 @@ def run_within(fn: Callable[[], Any], time_limit: float) -> tuple[str, Any]:
 
 STOPPED = {
     "time": "was stopped at the time limit while building, loading or solving the model",
-    "died": "ran out of memory (npusched --memory-limit) or crashed",
+    "died": "ran out of memory or crashed",
 }
-"""Why :func:`run_within` has no answer, for messages."""
+"""Why :func:`run_within` has no answer, for messages (:func:`why_stopped` adds the limit)."""
+
+
+def why_stopped(how: str) -> str:
+    """:data:`STOPPED` ``[how]``, naming the address-space limit in force (``npusched
+    --memory-limit``) when the process died."""
+    import resource
+
+    text = STOPPED[how]
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if how == "died" and soft != resource.RLIM_INFINITY:
+        text += f" (memory limit {soft // 2**20} MB: npusched --memory-limit)"
+    return text

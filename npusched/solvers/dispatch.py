@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from npusched.solvers.common import STOPPED, RawOutput, run_within
+from npusched.solvers.common import RawOutput, run_within, why_stopped
 from npusched.solvers.linear import LinearModel
 from npusched.solvers.result import Status
 
@@ -36,7 +36,9 @@ def solve_linear(
         how, raw = run_within(lambda: _run(lm, backend, inner), time_limit)
         if how != "done":
             status = Status.TIME_LIMIT_NO_SOLUTION if how == "time" else Status.ERROR
-            return RawOutput(status, message=f"{backend} {STOPPED[how]} ({lm.num_vars} columns)")
+            return RawOutput(
+                status, message=f"{backend} {why_stopped(how)} ({lm.num_vars} columns)"
+            )
     else:
         raw = _run(lm, backend, kw)
     if raw.x is not None:

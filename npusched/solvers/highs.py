@@ -24,11 +24,17 @@ def solve_linear(
     """Solve ``lm`` with HiGHS; a warm start becomes HiGHS's starting MIP solution. The time
     spent here passing the model (seconds for 10⁶ columns) counts against ``time_limit``."""
     t0 = time.perf_counter()
+    # HiGHS keeps one global thread pool: a run with another thread count than the last ends in
+    # error, and a forked solver process (run_within) inherits the pool without its threads and
+    # hangs; a fresh pool per solve avoids both (milliseconds)
+    highspy.Highs.resetGlobalScheduler(True)
     h = highspy.Highs()
     h.setOptionValue("output_flag", bool(log))
     h.setOptionValue("threads", max(1, int(threads)))
     h.setOptionValue("random_seed", int(seed))
     h.setOptionValue("mip_rel_gap", 0.0)
+    for option, setting in lm.highs_options.items():
+        h.setOptionValue(option, setting)
     inf = highspy.kHighsInf
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = lm.num_vars, lm.num_rows

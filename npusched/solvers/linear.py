@@ -30,6 +30,8 @@ class LinearModel:
         default_factory=list
     )
     families: dict[str, tuple[int, int]] = field(default_factory=dict)
+    highs_options: dict[str, str | int | float | bool] = field(default_factory=dict)
+    """HiGHS options the formulation asks for (other backends ignore them)."""
     _family: str = "unnamed"
 
     @property

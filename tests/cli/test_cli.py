@@ -230,7 +230,13 @@ def test_no_solution_exits_3_with_the_reason(capsys):
     res = Result(Status.ERROR, "joint", "cpsat", None, message="MODEL_INVALID")
     assert exit_code(res, None) == NO_SOLUTION == 3
     err = capsys.readouterr().err
-    assert "joint returned no solution (error): MODEL_INVALID" in err
+    assert "joint ended in error: MODEL_INVALID" in err
+    res.solution = object()  # an error with the warm start in hand still exits 3
+    assert exit_code(res, True) == NO_SOLUTION
+    assert "joint ended in error: MODEL_INVALID" in capsys.readouterr().err
+    res = Result(Status.TIME_LIMIT_NO_SOLUTION, "qap", "cbc", None)
+    assert exit_code(res, None) == NO_SOLUTION
+    assert "qap returned no solution (time_limit_no_solution)" in capsys.readouterr().err
     ok = Result(Status.FEASIBLE, "list", "none", 5.0, solution=object())
     assert exit_code(ok, True) == 0 and exit_code(ok, False) == 1
 

@@ -76,3 +76,18 @@ def test_a_claimed_solution_that_breaks_the_model_is_not_passed_on(monkeypatch):
     assert raw.status is Status.TIME_LIMIT_NO_SOLUTION and raw.x is None
     assert "do not satisfy the model" in raw.message
     assert _knapsack().satisfies(np.array([1, 1, 1, 0, 0, 0.0]))
+
+
+def test_highs_solves_in_a_child_after_the_parent_ran_it_with_other_threads():
+    """HiGHS keeps one global thread pool: a forked child inherited it without its threads and
+    hung (or ended in error with another thread count), as did a second in-process run with
+    another thread count."""
+    from npusched.solvers import highs
+
+    kw = dict(time_limit=20.0, seed=0)
+    for parent, child in ((2, 2), (1, 2), (2, 1)):
+        assert highs.solve_linear(_knapsack(), threads=parent, **kw).status is Status.OPTIMAL
+        t0 = time.perf_counter()
+        how, raw = run_within(lambda c=child: highs.solve_linear(_knapsack(), threads=c, **kw), 10)
+        assert how == "done" and raw.status is Status.OPTIMAL
+        assert time.perf_counter() - t0 < 5

@@ -447,12 +447,14 @@ def offline_bound(
         "variables": model.model.num_vars,
         "rows": model.model.num_rows,
     }
+
+    left = _time_left(time_limit, t0)  # the limit counts building and every solve
     if contiguous:
-        _solve_contiguous(out, model, time_limit, warm, log)
+        _solve_contiguous(out, model, left(), warm, log)
     else:
-        _solve_linear(out, model, time_limit, warm, log)
+        _solve_linear(out, model, left(), warm, log)
     if out.bound is None and out.status is not Status.ERROR:
-        lp = _lp_bound(model, time_limit) if model.model.num_vars else 0.0
+        lp = _lp_bound(model, left()) if model.model.num_vars else 0.0
         out.bound, out.stats["bound_source"] = (
             (model.fixed_bytes + lp, "lp") if lp is not None else (model.fixed_bytes, "presolve")
         )
@@ -460,6 +462,11 @@ def offline_bound(
         _verify(out, capacity)
     out.runtime_s = time.perf_counter() - t0
     return out
+
+
+def _time_left(time_limit: float | None, t0: float) -> Any:
+    """The seconds of ``time_limit`` left since ``t0``, as a function (at least 0.01 s)."""
+    return lambda: None if time_limit is None else max(0.01, time_limit - time.perf_counter() + t0)
 
 
 def _solve_linear(

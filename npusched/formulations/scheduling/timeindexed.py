@@ -68,7 +68,8 @@ class TimeIndexedModel:
         if size > self.MAX_BINARIES:
             raise ValueError(
                 f"the time-indexed model would need {size:,} binaries (windows of the horizon "
-                f"{w.horizon}); the limit is {self.MAX_BINARIES:,}: use the cpsat method"
+                f"{w.horizon}); the limit is {self.MAX_BINARIES:,}: use the cpsat method "
+                "(joint with NoC transfer delays)"
             )
         for i in range(self.instance.n):
             first = self.model.num_vars
