@@ -156,8 +156,10 @@ class LayerRuns(NamedTuple):
 
     @property
     def complete(self) -> bool:
-        """Whether both searches that ran went to their end."""
-        return all(r.stats["complete"] for r in (self.ooo, self.static) if r is not None)
+        """Whether a search ran and every search that ran went to its end (none runs on a
+        layer reached past the deadline)."""
+        ran = [r for r in (self.ooo, self.static) if r is not None]
+        return bool(ran) and all(r.stats["complete"] for r in ran)
 
     @property
     def tilings(self) -> int:
@@ -272,7 +274,9 @@ def _search_one(
     for kind in ("ooo", "static"):
         if kind not in kinds:
             continue
-        left = None if deadline is None else max(0.01, deadline - time.time())
+        left = None if deadline is None else deadline - time.time()
+        if left is not None and left <= 0:  # past the deadline: not begun (no tilings built)
+            break
         runs[kind] = r = solve(problem, f"flexer-{kind}", time_limit=left)
         if not r.stats["complete"]:
             break

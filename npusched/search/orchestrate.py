@@ -37,6 +37,7 @@ from npusched.search.baselines import Baseline, baselines, utilisation
 from npusched.search.bo import SearchResult, bayes_search
 from npusched.search.evaluate import INNER, best_of, evaluate, two_stages
 from npusched.search.space import MAX_UOPS, DesignSpace, Shape4
+from npusched.solvers.common import run_within, why_stopped
 from npusched.solvers.result import Result, Status
 from npusched.verify import check
 from npusched.workload.network import Network
@@ -78,23 +79,29 @@ class Orchestration:
         return utilisation(self.instance, self.schedule) / self.baselines["baseline1"].utilisation
 
 
+HAND_BACK = 1.0
+"""Seconds of a final stage's limit kept for handing its answer back from the stage's process."""
+
+
 def _stage(inst: SchedulingInstance, method: str, warm: Schedule, limit: float, threads: int,
            seed: int) -> tuple[Result | None, dict[str, Any]]:  # fmt: skip
-    """Run one final stage if it applies and has time; its verified result and a summary."""
+    """Run one final stage if it applies and has time; its verified result and a summary. The
+    stage runs in a process stopped at ``limit`` (:func:`~npusched.solvers.common.run_within`):
+    its preparation (the time quantum's re-timings, building a model) checks no clock, so only
+    a stop from outside holds the run's limit; its solvers get ``limit`` less :data:`HAND_BACK`."""
     if limit <= 0 or method not in applicable(inst):
         return None, {
             "status": "skipped",
             "why": "no time left" if limit <= 0 else "not applicable",
         }
+    inner = max(0.1, limit - HAND_BACK)
     try:
-        if method == "twostage":
-            res, extra = two_stages(inst, limit, threads, seed, warm)
-        else:
-            res = solve(inst, method, time_limit=limit, threads=threads, seed=seed,
-                        warm_start=warm)  # fmt: skip
-            extra = {}
+        how, out = run_within(lambda: _answer(inst, method, warm, inner, threads, seed), limit)
     except ValueError as err:  # a model that refuses this instance
         return None, {"status": "skipped", "why": str(err)}
+    if how != "done":
+        return None, {"status": "stopped", "why": f"{method} {why_stopped(how)}"}
+    res, extra = out
     info: dict[str, Any] = {"status": res.status.value, "objective": res.objective,
                             "bound": res.bound, "runtime_s": round(res.runtime_s, 3)}  # fmt: skip
     info.update({k: v for k, v in extra.items() if k != "stats"})
@@ -102,6 +109,14 @@ def _stage(inst: SchedulingInstance, method: str, warm: Schedule, limit: float, 
         info["verified"] = False
         return None, info
     return res, info
+
+
+def _answer(inst: SchedulingInstance, method: str, warm: Schedule, limit: float, threads: int,
+            seed: int) -> tuple[Result, dict[str, Any]]:  # fmt: skip
+    """One final stage's result and summary."""
+    if method == "twostage":
+        return two_stages(inst, limit, threads, seed, warm)
+    return solve(inst, method, time_limit=limit, threads=threads, seed=seed, warm_start=warm), {}
 
 
 def final_stages(
@@ -167,7 +182,8 @@ def orchestrate(
                    seed=seed)  # fmt: skip
     result, stages = final_stages(inst, start, final_time_limit, threads, seed, deadline)
     complete = found.complete and all(
-        st.get("why") != "no time left" and st.get("status") != "time_limit_no_solution"
+        st.get("why") != "no time left"
+        and st.get("status") not in ("time_limit_no_solution", "stopped")
         for st in stages.values()
     )
     runtime = time.perf_counter() - t0  # the baselines are not part of Klotski's runtime

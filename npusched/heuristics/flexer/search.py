@@ -262,9 +262,11 @@ def search_layer(
     if not supports(layer):
         raise ValueError(f"{layer.name}: {layer.op} is not tiled")
     t0 = time.perf_counter()
-    cands = candidates(net, layer, s)
+    late = deadline is not None and time.time() > deadline  # then not even the tilings
+    cands = [] if late else candidates(net, layer, s)
     dfs = list(DATAFLOWS) if kind == "ooo" else [f"{o}/{st}" for o, st in STATIC_DATAFLOWS]
     best, sched, evaluated, done = _search(cands, s, kind, dfs, deadline)
+    done = done and not late
     out = Result(Status.FEASIBLE, f"flexer-{kind}", "none", solution=sched)
     out.bound = cands[0][0] if cands else None
     out.stats = {"tilings": len(cands), "evaluated": evaluated, "complete": done}
