@@ -64,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
 
         title = f"{inst.name} — {res.method}/{res.backend}"
         gantt(inst, res.solution, args.gantt, title=title)  # type: ignore[arg-type]
+    if args.trace and not isinstance(inst, PlacementInstance) and res.solution is not None:
+        from npusched.io.trace import write_trace
+
+        write_trace(args.trace, inst, res.solution)  # type: ignore[arg-type]
     if args.heatmap and res.solution is not None:
         heatmap(inst, res.solution, args.heatmap, args.weighted, f"{inst.name} — {res.method}")
     if args.anytime:
@@ -194,6 +198,12 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--out", type=output_file, help="write the solution JSON here")
     s.add_argument("--gantt", type=output_file, help="write a Gantt chart PNG here")
     s.add_argument("--anytime", type=output_file, help="write the anytime curve PNG here")
+    s.add_argument(
+        "--trace",
+        type=output_file,
+        help="write the schedule as a Chrome/Perfetto trace JSON here (cores, links and the "
+        "DRAM port as tracks; open in ui.perfetto.dev)",
+    )
     s.add_argument(
         "--heatmap", type=output_file, help="write the mesh link-traffic heat map PNG here"
     )
