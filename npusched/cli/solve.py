@@ -22,6 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from npusched.io import write_solution
     from npusched.methods import solve
     from npusched.problem.placement import PlacementInstance
+    from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
     from npusched.verify import check
 
     inst = load(args.instance, args.cores, args.free_allocation)
@@ -68,6 +69,11 @@ def run(args: argparse.Namespace) -> int:
         from npusched.io.trace import write_trace
 
         write_trace(args.trace, inst, res.solution)  # type: ignore[arg-type]
+    routed = isinstance(inst, RoutedInstance) and isinstance(res.solution, RoutedSchedule)
+    if args.memory_trace and routed:
+        from npusched.plot import memory_trace
+
+        memory_trace(inst, res.solution, args.memory_trace, f"{inst.name} — {res.method}")  # type: ignore[arg-type]
     if args.heatmap and res.solution is not None:
         heatmap(inst, res.solution, args.heatmap, args.weighted, f"{inst.name} — {res.method}")
     if args.anytime:
@@ -203,6 +209,11 @@ def add_parser(sub: Any) -> None:
         type=output_file,
         help="write the schedule as a Chrome/Perfetto trace JSON here (cores, links and the "
         "DRAM port as tracks; open in ui.perfetto.dev)",
+    )
+    s.add_argument(
+        "--memory-trace",
+        type=output_file,
+        help="routed (Stream) instances: write each core's resident data over time as a PNG",
     )
     s.add_argument(
         "--heatmap", type=output_file, help="write the mesh link-traffic heat map PNG here"

@@ -1,9 +1,18 @@
-"""Plots rendered to PNG: Gantt chart, anytime curve, mesh traffic heat map, roofline and time
-breakdown of tile choices."""
+"""Plots rendered to PNG: Gantt chart, memory trace, anytime curve, mesh traffic heat map,
+roofline and time breakdown of tile choices."""
 
 from npusched.plot.anytime import anytime
 from npusched.plot.gantt import gantt
+from npusched.plot.memory import memory_trace
 from npusched.plot.mesh import link_traffic, mesh_heatmap
 from npusched.plot.tiling import roofline, time_breakdown
 
-__all__ = ["anytime", "gantt", "link_traffic", "mesh_heatmap", "roofline", "time_breakdown"]
+__all__ = [
+    "anytime",
+    "gantt",
+    "link_traffic",
+    "memory_trace",
+    "mesh_heatmap",
+    "roofline",
+    "time_breakdown",
+]

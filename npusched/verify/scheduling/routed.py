@@ -3,6 +3,8 @@ trusting the method that produced it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
@@ -82,13 +84,35 @@ def verify_routed(
     return base
 
 
-def memory_peaks(inst: RoutedInstance, sched: RoutedSchedule) -> np.ndarray:
-    """Peak data resident on each core under ``sched`` (the routed model has no memory limit;
-    this measures what a schedule would need).
+@dataclass(frozen=True, eq=False)
+class Residency:
+    """Data resident on cores: interval ``r`` holds ``bits[r]`` of ``tensor[r]`` (a producer's
+    μop index, or ``-1 - k`` for DRAM tensor ``k``) on core index ``core[r]`` over the half-open
+    window ``[alloc[r], free[r])``."""
 
-    A producer's output stays on its core from its start until its last local consumer ends and
-    its last outgoing transfer is done; a received output or DRAM tensor stays from the start of
-    its transfer until the last μop it serves ends.
+    core: np.ndarray
+    tensor: np.ndarray
+    bits: np.ndarray
+    alloc: np.ndarray
+    free: np.ndarray
+
+    def usage(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Core ``k``'s resident data as a step function: change times and the level after each
+        (frees before allocations at the same cycle, as the windows are half-open)."""
+        on = self.core == k
+        t = np.concatenate([self.alloc[on], self.free[on]])
+        sign = np.concatenate([self.bits[on], -self.bits[on]])
+        order = np.lexsort((sign, t))
+        return t[order], np.cumsum(sign[order])
+
+
+def residency(inst: RoutedInstance, sched: RoutedSchedule) -> Residency:
+    """What each core holds under ``sched``: Stream's lifetime rules (§III-F), without a capacity
+    (the routed model has no memory limit; this measures what a schedule needs).
+
+    A producer's output lives on its core from its start until its last local consumer ends and
+    its last outgoing transfer is done; a received output or DRAM tensor lives on the receiving
+    core from the start of its transfer until the last μop it serves ends.
     """
     g = inst.graph
     end = sched.end(inst)
@@ -100,16 +124,20 @@ def memory_peaks(inst: RoutedInstance, sched: RoutedSchedule) -> np.ndarray:
     np.maximum.at(until, g.src[local], end[g.dst[local]])
     out_tr = tr.src >= 0
     np.maximum.at(until, tr.src[out_tr], sched.tend[out_tr])
-    core = [sched.core, tr.dst_core]
-    begin = [sched.start, sched.tstart]
-    finish = [until, np.array([end[s].max() for s in tr.serves], dtype=np.int64)]
-    size = [output, tr.data]
-    peaks = np.zeros(inst.m, dtype=np.int64)
-    for k in range(inst.m):
-        t = np.concatenate([b[c == k] for b, c in zip(begin + finish, core + core, strict=True)])
-        sign = np.concatenate(
-            [s[c == k] * w for s, c, w in zip(size * 2, core * 2, (1, 1, -1, -1), strict=True)]
-        )
-        order = np.lexsort((sign, t))  # frees before allocations at the same cycle
-        peaks[k] = max(0, int(np.cumsum(sign[order]).max(initial=0)))
-    return peaks
+    served = np.array([end[s].max() for s in tr.serves], dtype=np.int64)
+    made = output > 0
+    return Residency(
+        np.concatenate([sched.core[made], tr.dst_core]),
+        np.concatenate([np.flatnonzero(made), tr.src]),
+        np.concatenate([output[made], tr.data]),
+        np.concatenate([sched.start[made], sched.tstart]),
+        np.concatenate([until[made], served]),
+    )
+
+
+def memory_peaks(inst: RoutedInstance, sched: RoutedSchedule) -> np.ndarray:
+    """Peak data resident on each core under ``sched`` (:func:`residency`)."""
+    res = residency(inst, sched)
+    return np.array(
+        [max(0, int(res.usage(k)[1].max(initial=0))) for k in range(inst.m)], dtype=np.int64
+    )
