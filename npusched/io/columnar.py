@@ -50,7 +50,7 @@ def _array(path: str, field: str, values: Any) -> np.ndarray:
         raise InputError(path, field, "must be a flat list (or rows of equal length)") from None
 
 
-def _ints(path: str, field: str, values: Any, ndim: int = 1) -> np.ndarray:
+def int_array(path: str, field: str, values: Any, ndim: int = 1) -> np.ndarray:
     """``values`` as a non-negative int64 array of ``ndim`` dimensions, or an InputError."""
     arr = _array(path, field, values)
     if arr.size and arr.ndim == ndim and arr.dtype.kind in "OfU":  # name the first bad value
@@ -126,7 +126,7 @@ def graph_from_columns(
     if n == 0:
         raise InputError(path, "uops.id", "an instance needs at least one μop")
     ids = _ids(path, "uops.id", uops["id"])
-    latency = _ints(path, "uops.latency", uops["latency"])
+    latency = int_array(path, "uops.latency", uops["latency"])
     uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
     if uniq.size != n:
         k = int(np.sort(first[counts > 1])[0])
@@ -134,7 +134,7 @@ def graph_from_columns(
         raise InputError(path, f"uops.id[{int(dup)}]", f"duplicate μop id {ids[k].item()!r}")
     table = None
     if "latency_per_core" in uops:
-        table = _ints(path, "uops.latency_per_core", uops["latency_per_core"], ndim=2)
+        table = int_array(path, "uops.latency_per_core", uops["latency_per_core"], ndim=2)
         if table.shape != (n, n_cores):
             raise InputError(
                 path, "uops.latency_per_core", f"must be {n} rows of {n_cores} latencies"
@@ -143,7 +143,7 @@ def graph_from_columns(
     num_edges = _same_length(path, cols, "edges") if cols else 0
     src = _index(path, ids, "edges.src", edges.get("src", []))
     dst = _index(path, ids, "edges.dst", edges.get("dst", []))
-    byt = _ints(path, "edges.bytes", edges.get("bytes", np.zeros(num_edges, np.int64)))
+    byt = int_array(path, "edges.bytes", edges.get("bytes", np.zeros(num_edges, np.int64)))
     keys = tuple(ids.tolist())
     try:
         return UopGraph(latency, src, dst, byt, keys), table

@@ -10,7 +10,7 @@ import numpy as np
 from npusched.common.errors import InputError
 from npusched.common.jsonio import load_schema, read_text, validate, write_json
 from npusched.common.limits import MAX_VALUE
-from npusched.io.columnar import _ints
+from npusched.io.columnar import int_array
 from npusched.problem.placement import PlacementInstance
 from npusched.problem.scheduling.instance import Reference
 from npusched.problem.scheduling.noc import Mesh
@@ -56,7 +56,7 @@ def placement_from_dict(data: Any, path: str = "<memory>") -> PlacementInstance:
             raise InputError(path, f"flow/{t}", f"must be a list of integers, got {row!r}")
         if len(row) != n:
             raise InputError(path, f"flow/{t}", f"has {len(row)} entries, expected {n}")
-    flow = _ints(str(path), "flow", data["flow"], ndim=2)
+    flow = int_array(str(path), "flow", data["flow"], ndim=2)
     try:
         mesh = Mesh(data["mesh"]["rows"], data["mesh"]["cols"])
         return PlacementInstance(

@@ -36,7 +36,8 @@ def test_cpsat_stops_at_its_limit_with_the_warm_start():
     assert check(inst, res.solution).ok and res.bound == inst.lower_bound()
     warm = solve(inst, "list").solution
     assert res.objective == warm.makespan(inst)  # the warm start came back
-    assert "stopped at the time limit" in res.message
+    # stopped from outside while building or solving, or ended by CP-SAT's own limit
+    assert "time limit" in res.message
 
 
 def test_memory_limit_is_a_one_line_error_or_the_warm_start(tmp_path):
