@@ -9,6 +9,7 @@ from typing import Any
 from npusched.cli.args import (
     CONTENTION,
     FREE,
+    MEMORY,
     flag,
     mesh,
     output_file,
@@ -33,7 +34,7 @@ def run_qaplib(args: argparse.Namespace) -> int:
 def run_stream(args: argparse.Namespace) -> int:
     from npusched.io import read_stream, write_instance
 
-    inst = read_stream(args.file, args.free_allocation)
+    inst = read_stream(args.file, args.free_allocation, args.memory)
     write_instance(inst, args.output)
     print(
         f"wrote {args.output}: {inst.n} CNs, {inst.graph.num_edges} edges, {inst.m} compute "
@@ -138,5 +139,6 @@ def add_parser(sub: Any) -> None:
     stream = csub.add_parser("stream", help="Stream framework export (stream_instance/v1)")
     stream.add_argument("file")
     flag(stream, "--free-allocation", FREE)
+    flag(stream, "--memory", MEMORY)
     stream.add_argument("-o", "--output", type=output_file, required=True)
     stream.set_defaults(func=run_stream)

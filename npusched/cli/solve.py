@@ -8,6 +8,7 @@ from typing import Any
 
 from npusched.cli.args import (
     FREE,
+    MEMORY,
     beta,
     flag,
     given,
@@ -25,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
     from npusched.verify import check
 
-    inst = load(args.instance, args.cores, args.free_allocation)
+    inst = load(args.instance, args.cores, args.free_allocation, args.memory)
     res = solve(
         inst,
         args.method,
@@ -106,7 +107,7 @@ def exit_code(res: Any, ok: bool | None) -> int:
 
 
 def memory_note(inst, solution) -> None:
-    """Routed instances: the peak data each core holds (the model has no memory limit)."""
+    """Routed instances: the peak data each core holds, against its memory."""
     from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
 
     if not isinstance(inst, RoutedInstance) or not isinstance(solution, RoutedSchedule):
@@ -114,14 +115,17 @@ def memory_note(inst, solution) -> None:
     from npusched.verify.scheduling.routed import memory_peaks
 
     cap = inst.source.get("memory_bits", {})
+    if inst.capacity is not None:
+        cap = {
+            str(c.id): int(v) for c, v in zip(inst.accelerator.cores, inst.capacity, strict=True)
+        }
     parts = []
     for core, peak in zip(inst.accelerator.cores, memory_peaks(inst, solution), strict=True):
         size = cap.get(str(core.id))
         over = " OVER" if size and peak > size else ""
         parts.append(f"{core.id}: {peak}" + (f"/{size}{over}" if size else ""))
-    print(
-        f"peak {inst.data_unit} resident per core (no memory limit modelled): " + ", ".join(parts)
-    )
+    limit = "memory enforced" if inst.capacity is not None else "no memory limit modelled"
+    print(f"peak {inst.data_unit} resident per core ({limit}): " + ", ".join(parts))
 
 
 def heatmap(inst, solution, path, weighted: bool, title: str) -> None:
@@ -160,6 +164,7 @@ def add_parser(sub: Any) -> None:
     s.add_argument("instance", help="instance .json, QAPLIB .dat, or .stg with --cores")
     s.add_argument("--cores", type=positive_int, help="number of cores for an .stg file")
     flag(s, "--free-allocation", FREE)
+    flag(s, "--memory", MEMORY)
     s.add_argument(
         "--method",
         choices=sorted(METHODS),
@@ -188,8 +193,9 @@ def add_parser(sub: Any) -> None:
     s.add_argument(
         "--priority",
         default="blevel",
-        choices=["blevel", "asap", "alap"],
-        help="list-scheduling priority (also the warm start)",
+        choices=["blevel", "asap", "alap", "latency", "memory"],
+        help="list-scheduling priority (also the warm start); with --memory Stream's latency "
+        "(default) or memory",
     )
     s.add_argument(
         "--weighted",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,10 @@ def _routed_to_dict(inst: RoutedInstance) -> dict[str, Any]:
             u["allowed_cores"] = [cores[k].id for k in np.flatnonzero(inst.mask[i])]
         if inst.preferred is not None:
             u["preferred_core"] = cores[int(inst.preferred[i])].id
+        if inst.layer is not None:
+            u["layer"] = int(inst.layer[i])
+        if inst.streamed is not None and inst.streamed[i]:
+            u["streamed"] = True
     topo = inst.topology
     out["data_unit"] = inst.data_unit
     out["topology"] = {
@@ -106,6 +111,10 @@ def _routed_to_dict(inst: RoutedInstance) -> dict[str, Any]:
             for (a, b), r in sorted(topo.routes.items())
         ],
     }
+    if inst.capacity is not None:
+        out["memory_capacity"] = {
+            str(c.id): int(v) for c, v in zip(cores, inst.capacity.tolist(), strict=True)
+        }
     out["dram_tensors"] = [
         {"name": t.name, "data": t.data, "consumers": [ids[i] for i in t.consumers.tolist()]}
         for t in inst.dram
@@ -153,11 +162,38 @@ def _routed_from_dict(data: dict[str, Any], base: SchedulingInstance, path: str)
         )
     try:
         topo = Topology(links, routes, topo_data.get("dram_core"), topo_data.get("hop_latency", 0))
-        return RoutedInstance(
+        inst = RoutedInstance(
             base, topo, allowed, tuple(tensors), data.get("data_unit", "bytes"), preferred
         )
     except ValueError as err:
         raise InputError(path, "topology", str(err)) from None
+    return _memory_from_dict(inst, data, path)
+
+
+def _memory_from_dict(inst: RoutedInstance, data: dict[str, Any], path: str) -> RoutedInstance:
+    """The memory fields of a routed instance: ``memory_capacity``, μops' ``layer`` and
+    ``streamed``."""
+    uops = data["uops"]
+    layer = [u.get("layer") for u in uops]
+    streamed = np.array([u.get("streamed", False) for u in uops], dtype=bool)
+    cap = data.get("memory_capacity")
+    capacity = None
+    if cap is not None:
+        ids = [str(c.id) for c in inst.accelerator.cores]
+        unknown = sorted(set(cap) - set(ids))
+        if unknown or len(cap) != len(ids):
+            why = f"core {unknown[0]} does not exist" if unknown else "needs every core's size"
+            raise InputError(path, "memory_capacity", why)
+        capacity = np.array([cap[k] for k in ids], dtype=np.int64)
+    try:
+        return replace(
+            inst,
+            layer=None if None in layer else np.array(layer, dtype=np.int64),
+            streamed=streamed if streamed.any() else None,
+            capacity=capacity,
+        )
+    except ValueError as err:
+        raise InputError(path, "memory_capacity", str(err)) from None
 
 
 def _accelerator(data: dict[str, Any], path: str) -> Accelerator:

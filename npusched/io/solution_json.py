@@ -18,6 +18,7 @@ from npusched.problem import Schedule, SchedulingInstance
 from npusched.problem.placement import Placement, PlacementInstance
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
 from npusched.verify import check
+from npusched.verify.scheduling.routed import residency
 
 
 class Result(Protocol):
@@ -126,6 +127,32 @@ def _routed_transfers(inst: RoutedInstance, sched: RoutedSchedule) -> list[dict[
     return out
 
 
+def _memory_rows(inst: RoutedInstance, sched: RoutedSchedule) -> list[dict[str, Any]]:
+    """Data resident on cores (:func:`~npusched.verify.scheduling.routed.residency`):
+    ``{"core", "tensor", "bits" | "bytes", "alloc", "free"}``, tensor = producer op id or the DRAM
+    tensor's name."""
+    res = residency(inst, sched)
+    ids, cores = inst.graph.ids, inst.accelerator.cores
+    unit = "bits" if inst.data_unit == "bits" else "bytes"
+    return [
+        {
+            "core": cores[c].id,
+            "tensor": inst.dram[-1 - s].name if s < 0 else ids[s],
+            unit: b,
+            "alloc": a,
+            "free": f,
+        }
+        for c, s, b, a, f in zip(
+            res.core.tolist(),
+            res.tensor.tolist(),
+            res.bits.tolist(),
+            res.alloc.tolist(),
+            res.free.tolist(),
+            strict=True,
+        )  # fmt: skip
+    ]
+
+
 def solution_to_dict(
     inst: SchedulingInstance | PlacementInstance | RoutedInstance,
     result: Result,
@@ -172,6 +199,8 @@ def solution_to_dict(
             if big or isinstance(transfers, list)
             else [transfers[k] for k in range(len(transfers))]
         )
+        if isinstance(inst, RoutedInstance) and isinstance(sched, RoutedSchedule):
+            out["memory"] = _memory_rows(inst, sched)
         out["verified"] = report.ok
         out["violations"] = report.violations[:100]
     out["gap"] = result.gap

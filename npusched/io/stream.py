@@ -17,12 +17,17 @@ What is taken from the export:
 - **Allocation**: Stream's own (``stream_solution.allocation``, else ``chosen_core``) or, with
   ``free_allocation``, any core in each CN's ``possible_cores``.
 - Stream's makespan is kept in ``source["stream_makespan"]`` for comparison, the cores' top-level
-  memory sizes in ``source["memory_bits"]`` (the routed model does not limit memory; see
+  memory sizes in ``source["memory_bits"]``; with ``memory`` they are the cores' ``capacity``
+  (enforced by the memory-aware list scheduler and checked by verify). Each CN's ``layer_id`` is
+  its μop's ``layer``; a CN whose cost on its core lists ``too_large_operands`` is ``streamed``
+  (its operands stay in DRAM; in both exports such CNs list all of theirs). Without ``memory``
+  the routed model does not limit memory (see
   :func:`npusched.verify.scheduling.routed.memory_peaks`).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +71,7 @@ def _topology(data: dict[str, Any], path: str) -> Topology:
 
 
 def stream_from_dict(
-    data: Any, path: str = "<memory>", free_allocation: bool = False
+    data: Any, path: str = "<memory>", free_allocation: bool = False, memory: bool = False
 ) -> RoutedInstance:
     """Build the routed instance of a Stream export (see the module docstring)."""
     validate(data, "stream_export.schema.json", path)
@@ -137,9 +142,42 @@ def stream_from_dict(
         raise InputError(path, field, str(err)) from None
     topology = _topology(data, path)
     try:
-        return RoutedInstance(base, topology, allowed, dram, "bits", preferred)
+        inst = RoutedInstance(base, topology, allowed, dram, "bits", preferred)
     except ValueError as err:
         raise InputError(path, "(instance)", str(err)) from None
+    inst = _with_layers(inst, cns, [core_ids[k] for k in preferred.tolist()])
+    return _with_memory(inst, data["cores"], path) if memory else inst
+
+
+def _with_layers(inst: RoutedInstance, cns: list[dict[str, Any]], on: list[int]) -> RoutedInstance:
+    """``inst`` with each CN's ``layer_id`` and whether its operands stay in DRAM on core
+    ``on[i]`` (``too_large_operands``)."""
+    layer = np.array([int(cn.get("layer_id", 0)) for cn in cns], dtype=np.int64)
+    too_large = [
+        cn["cost_per_core"][str(c)].get("too_large_operands") for cn, c in zip(cns, on, strict=True)
+    ]
+    streamed = np.array([bool(x) for x in too_large], dtype=bool)
+    return replace(inst, layer=layer, streamed=streamed)
+
+
+def _with_memory(inst: RoutedInstance, cores: list[dict[str, Any]], path: str) -> RoutedInstance:
+    """``inst`` with each compute core's top-level memories as its capacity."""
+    sizes = []
+    for k, c in enumerate(cores):
+        if c["is_offchip"]:
+            continue
+        size = sum(int(m.get("size_bits", 0)) for m in c.get("top_memories", []))
+        if size <= 0:
+            raise InputError(
+                path, f"cores/{k}/top_memories",
+                f"compute core {c['id']} has no memory size: a capacity needs a positive "
+                "size_bits on every compute core (or pass --no-memory)",
+            )  # fmt: skip
+        sizes.append(size)
+    try:
+        return replace(inst, capacity=np.array(sizes, dtype=np.int64))
+    except ValueError as err:
+        raise InputError(path, "cores/top_memories", str(err)) from None
 
 
 def _dram_tensors(cns: list[dict[str, Any]]) -> tuple[DramTensor, ...]:
@@ -166,6 +204,8 @@ def _dram_tensors(cns: list[dict[str, Any]]) -> tuple[DramTensor, ...]:
     )
 
 
-def read_stream(path: str | Path, free_allocation: bool = False) -> RoutedInstance:
+def read_stream(
+    path: str | Path, free_allocation: bool = False, memory: bool = False
+) -> RoutedInstance:
     """Read a Stream export file."""
-    return stream_from_dict(read_json(path), str(path), free_allocation)
+    return stream_from_dict(read_json(path), str(path), free_allocation, memory)

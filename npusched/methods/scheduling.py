@@ -28,6 +28,7 @@ from npusched.heuristics.scheduling.list_scheduling import (
     etf_schedule,
     list_schedule,
 )
+from npusched.heuristics.scheduling.memory_list import memory_list_schedule
 from npusched.heuristics.scheduling.mesh_baselines import (
     retime,
     zigzag_schedule,
@@ -107,13 +108,19 @@ def _applies(
     comm_delays: bool = False,
     routing: bool = False,
     network: bool = False,
+    memory: bool = False,
 ) -> Callable[[Any], str | None]:
     """``applies`` of a scheduling method from what it needs (identical cores, a mesh, any
-    network: mesh or hypercube) and what it handles (transfer delays, routed links)."""
+    network: mesh or hypercube) and what it handles (transfer delays, routed links, memory
+    capacities)."""
 
     def applies(problem: Any) -> str | None:
         if isinstance(problem, RoutedInstance):
-            return None if routing else "it does not model transfers on shared links"
+            if not routing:
+                return "it does not model transfers on shared links"
+            if problem.capacity is not None and not memory:
+                return "it does not model memory capacities yet; leave out --memory"
+            return None
         acc = problem.accelerator
         if (
             (mesh and acc.cells() is None)
@@ -187,12 +194,21 @@ def heuristic_result(
 
 
 def _run_list(instance: Any, backend: str, params: ListParams, ctx: Context) -> Result:
-    if isinstance(instance, RoutedInstance):
-        sched: Schedule | RoutedSchedule = routed_list_schedule(instance, params.priority)
+    priority = params.priority
+    if isinstance(instance, RoutedInstance) and instance.capacity is not None:
+        priority = "latency" if priority == "blevel" else priority  # Stream's default
+        if priority not in ("latency", "memory"):
+            raise ValueError(
+                f"with a memory capacity the list takes Stream's priority latency or memory, "
+                f"not {priority!r}"
+            )
+        sched: Schedule | RoutedSchedule = memory_list_schedule(instance, str(priority))
+    elif isinstance(instance, RoutedInstance):
+        sched = routed_list_schedule(instance, priority)
     else:
-        sched = list_schedule(instance, params.priority)
+        sched = list_schedule(instance, priority)
     result = heuristic_result("list", instance, sched)
-    result.stats["priority"] = str(params.priority)
+    result.stats["priority"] = str(priority)
     return result
 
 
@@ -469,9 +485,9 @@ register(
         _run_list,
         "list scheduling (b-level priority; with NoC delays earliest-task-first on small "
         "instances, a HEFT-like priority list on large ones; transfers booked on links for "
-        "routed instances)",
+        "routed instances; with memory capacities Stream's latency or memory priority)",
         params=ListParams,
-        applies=_applies(comm_delays=True, routing=True),
+        applies=_applies(comm_delays=True, routing=True, memory=True),
         prepare=_check_given,
     )
 )

@@ -20,11 +20,15 @@ def memory_trace(
 ) -> plt.Figure:
     """One panel per core with its resident data over time
     (:func:`~npusched.verify.scheduling.routed.residency`: Stream's lifetime rules), its peak
-    marked and its memory's size drawn dashed where the instance records one
-    (``source["memory_bits"]``, Stream exports; named in a corner when the curve stays below a
+    marked and its memory's size drawn dashed where the instance records one (its capacity, else
+    ``source["memory_bits"]`` of a Stream export; named in a corner when the curve stays below a
     fifth of it). Returns the figure; saves a PNG at ``path``."""
     res = residency(inst, sched)
     sizes = inst.source.get("memory_bits", {})
+    if inst.capacity is not None:
+        sizes = {
+            str(c.id): int(v) for c, v in zip(inst.accelerator.cores, inst.capacity, strict=True)
+        }
     cores = inst.accelerator.cores
     makespan = sched.makespan(inst)
     fig, axes = plt.subplots(len(cores), 1, sharex=True, squeeze=False,
@@ -47,5 +51,6 @@ def memory_trace(
         ax.set_ylim(bottom=0)
     axes[-1, 0].set_xlim(0, max(1, makespan))
     axes[-1, 0].set_xlabel("cycle")
-    fig.suptitle(title or f"{inst.name}: resident {inst.data_unit} per core (no eviction)")
+    limit = "memory enforced" if inst.capacity is not None else "no memory limit"
+    fig.suptitle(title or f"{inst.name}: resident {inst.data_unit} per core ({limit})")
     return finish(fig, path)

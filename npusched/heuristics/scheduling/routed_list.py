@@ -55,7 +55,7 @@ class Timeline:
         self.ends.insert(j, t + d)
 
 
-def _earliest(
+def earliest(
     lines: list[Timeline],
     extra: list[list[tuple[int, int]]],
     route: tuple[int, ...],
@@ -82,7 +82,7 @@ def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") ->
     g, topo, n, m = inst.graph, inst.topology, inst.n, inst.m
     dur, allowed = inst.duration, inst.mask
     prio = _priority(inst, priority)
-    res = [tuple(int(topo.resource_of[x]) for x in r) for r in _all_routes(inst)]
+    res = [tuple(int(topo.resource_of[x]) for x in r) for r in all_routes(inst)]
     lines = [Timeline() for _ in range(topo.num_resources)]
     tensors_of: list[list[int]] = [[] for _ in range(n)]
     for k, tensor in enumerate(inst.dram):
@@ -126,9 +126,9 @@ def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") ->
                     est = max(est, arrived[(src, c)])
                     continue
                 a = -1 if src < 0 else int(core[src])
-                route = res[_route_id(a, c, m)]
+                route = res[route_id(a, c, m)]
                 cyc = topo.cycles(data, inst.route(a, c))
-                t = _earliest(lines, extra, route, release, cyc)
+                t = earliest(lines, extra, route, release, cyc)
                 for x in route:
                     extra[x].append((t, t + cyc))
                 booked.append(((src, c), route, t, cyc))
@@ -166,12 +166,13 @@ def _priority(inst: RoutedInstance, priority: Priority) -> np.ndarray:
     raise ValueError(f"unknown priority {priority!r}; choose blevel, alap or asap")
 
 
-def _route_id(a: int, c: int, m: int) -> int:
+def route_id(a: int, c: int, m: int) -> int:
+    """Index of the route from core index ``a`` (``-1``: DRAM) to ``c`` in :func:`all_routes`."""
     return (a + 1) * m + c
 
 
-def _all_routes(inst: RoutedInstance) -> list[tuple[int, ...]]:
-    """Routes indexed by :func:`_route_id` (source ``-1`` is the DRAM core)."""
+def all_routes(inst: RoutedInstance) -> list[tuple[int, ...]]:
+    """Routes indexed by :func:`route_id` (source ``-1`` is the DRAM core)."""
     m = inst.m
     dram = inst.topology.dram is not None
     return [

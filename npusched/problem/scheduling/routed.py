@@ -10,7 +10,12 @@ A :class:`RoutedInstance` is a μop DAG on compute cores (``base``) plus
 - which cores each μop may run on (``allowed``): Stream's allocation fixed (one core each) or free
   within each CN's ``possible_cores``;
 - :class:`DramTensor` s: constant operands (weights, first-layer inputs) that start in DRAM;
-- optionally a ``preferred`` allocation (Stream's), one of the warm starts of free allocations.
+- optionally a ``preferred`` allocation (Stream's), one of the warm starts of free allocations;
+- optionally a memory ``capacity`` per core, in data units (Stream's top-level memories), enforced
+  by the memory-aware list scheduler and checked by verify at every instant, each μop's
+  ``layer`` index (Stream's memory priority, §III-E), and the ``streamed`` μops whose operands
+  stay in DRAM (Stream's ``too_large_operands``: the cost model already charges their off-chip
+  traffic in their latency), which take no space on their core.
 
 Given the cores of all μops, the transfers are determined (:func:`required_transfers`):
 
@@ -166,6 +171,9 @@ class RoutedInstance:
     dram: tuple[DramTensor, ...] = ()
     data_unit: str = "bits"
     preferred: IntArray | None = None
+    capacity: IntArray | None = None
+    layer: IntArray | None = None
+    streamed: BoolArray | None = None
 
     def __post_init__(self) -> None:
         n, m = self.base.n, self.base.m
@@ -196,6 +204,16 @@ class RoutedInstance:
             if pref.shape != (n,) or not allowed[np.arange(n), pref].all():
                 raise ValueError("the preferred allocation must give each μop an allowed core")
             object.__setattr__(self, "preferred", pref)
+        if self.streamed is not None:
+            object.__setattr__(self, "streamed", np.asarray(self.streamed, dtype=bool).reshape(n))
+        if self.capacity is not None:
+            cap = np.asarray(self.capacity, dtype=np.int64)
+            if cap.shape != (m,) or (cap <= 0).any():
+                raise ValueError("the memory capacity must give every core a positive size")
+            object.__setattr__(self, "capacity", cap)
+            self._check_operands_fit()
+        if self.layer is not None:
+            object.__setattr__(self, "layer", np.asarray(self.layer, dtype=np.int64).reshape(n))
 
     @classmethod
     def from_mesh(cls, inst: SchedulingInstance) -> RoutedInstance:
@@ -206,6 +224,42 @@ class RoutedInstance:
             raise ValueError("link contention needs a link bandwidth")
         topo = Topology.from_mesh(acc, acc.link_bandwidth, acc.hop_latency)
         return cls(inst, topo, data_unit="bytes")
+
+    def operand_data(self) -> IntArray:
+        """Data each μop needs resident on its core while it runs: the outputs of its data
+        producers, its DRAM tensors and its own output (the largest of its out-edges)."""
+        g = self.graph
+        output = np.zeros(self.n, dtype=np.int64)
+        np.maximum.at(output, g.src, g.bytes)
+        data = g.bytes > 0
+        pair = np.unique(g.dst[data] * self.n + g.src[data])
+        need = output.copy()
+        np.add.at(need, pair // self.n, output[pair % self.n])
+        for t in self.dram:
+            need[t.consumers] += t.data
+        return np.where(self.is_streamed, 0, need)
+
+    @property
+    def is_streamed(self) -> BoolArray:
+        """μops whose operands stay in DRAM (no space on their core)."""
+        if self.streamed is None:
+            return np.zeros(self.n, dtype=bool)
+        return self.streamed
+
+    def _check_operands_fit(self) -> None:
+        """Every μop's own data fits on one of its cores (else no schedule can exist)."""
+        assert self.capacity is not None
+        need = self.operand_data()
+        room = np.where(self.mask, self.capacity[None, :], 0).max(axis=1)
+        bad = np.flatnonzero(need > room)
+        if bad.size:
+            i = int(bad[0])
+            k = int(np.argmax(np.where(self.mask[i], self.capacity, -1)))
+            raise ValueError(
+                f"core {self.accelerator.cores[k].id}: μop {self.graph.ids[i]} needs "
+                f"{int(need[i])} {self.data_unit} resident (inputs, constant operands and "
+                f"output) but the core's memory holds {int(self.capacity[k])}"
+            )
 
     def restricted(self, core: IntArray) -> RoutedInstance:
         """The same instance with the allocation fixed to ``core`` (core index per μop)."""

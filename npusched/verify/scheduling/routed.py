@@ -23,7 +23,8 @@ def verify_routed(
     are exactly those the assignment needs (:func:`required_transfers`), each lasting at least
     ``⌈data / min bandwidth⌉``, starting at or after its producer's end (DRAM tensors at or after
     0) and ending at or before the start of every μop it serves; each link or bus carries one
-    transfer at a time (half-open windows).
+    transfer at a time (half-open windows). With a memory capacity: no core holds more than its
+    capacity at any instant (:func:`over_capacity`).
     """
     base = verify(inst.base, Schedule(sched.start, sched.core), claimed_makespan)
     if base.makespan is None:
@@ -79,6 +80,8 @@ def verify_routed(
                 f"link {on[0]}: {name(a)} [{sched.tstart[a]}, {sched.tend[a]}) and {name(b)} "
                 f"[{sched.tstart[b]}, {sched.tend[b]}) overlap"
             )
+    if inst.capacity is not None:
+        bad += over_capacity(inst, sched)
     base.noc_cost = int(sum(len(r) for r in tr.route))
     base.noc_bytes_hops = int(sum(len(r) * int(d) for r, d in zip(tr.route, tr.data, strict=True)))
     return base
@@ -112,7 +115,9 @@ def residency(inst: RoutedInstance, sched: RoutedSchedule) -> Residency:
 
     A producer's output lives on its core from its start until its last local consumer ends and
     its last outgoing transfer is done; a received output or DRAM tensor lives on the receiving
-    core from the start of its transfer until the last μop it serves ends.
+    core from the start of its transfer until the last μop it serves ends. Data of ``streamed``
+    μops (operands too large for the core, read from and written to DRAM) takes no space: their
+    outputs, and copies that serve only them.
     """
     g = inst.graph
     end = sched.end(inst)
@@ -120,18 +125,20 @@ def residency(inst: RoutedInstance, sched: RoutedSchedule) -> Residency:
     output = np.zeros(inst.n, dtype=np.int64)
     np.maximum.at(output, g.src, g.bytes)
     until = end.copy()
-    local = sched.core[g.src] == sched.core[g.dst]
+    local = (sched.core[g.src] == sched.core[g.dst]) & (g.bytes > 0)
     np.maximum.at(until, g.src[local], end[g.dst[local]])
     out_tr = tr.src >= 0
     np.maximum.at(until, tr.src[out_tr], sched.tend[out_tr])
     served = np.array([end[s].max() for s in tr.serves], dtype=np.int64)
-    made = output > 0
+    streamed = inst.is_streamed
+    made = (output > 0) & ~streamed
+    kept = np.array([not streamed[s].all() for s in tr.serves], dtype=bool)
     return Residency(
-        np.concatenate([sched.core[made], tr.dst_core]),
-        np.concatenate([np.flatnonzero(made), tr.src]),
-        np.concatenate([output[made], tr.data]),
-        np.concatenate([sched.start[made], sched.tstart]),
-        np.concatenate([until[made], served]),
+        np.concatenate([sched.core[made], tr.dst_core[kept]]),
+        np.concatenate([np.flatnonzero(made), tr.src[kept]]),
+        np.concatenate([output[made], tr.data[kept]]),
+        np.concatenate([sched.start[made], sched.tstart[kept]]),
+        np.concatenate([until[made], served[kept]]),
     )
 
 
@@ -141,3 +148,20 @@ def memory_peaks(inst: RoutedInstance, sched: RoutedSchedule) -> np.ndarray:
     return np.array(
         [max(0, int(res.usage(k)[1].max(initial=0))) for k in range(inst.m)], dtype=np.int64
     )
+
+
+def over_capacity(inst: RoutedInstance, sched: RoutedSchedule) -> list[str]:
+    """Cores whose resident data (:func:`residency`) exceeds their capacity at some instant: the
+    first such instant of each, with what is held then."""
+    assert inst.capacity is not None
+    res, out = residency(inst, sched), []
+    for k in range(inst.m):
+        t, level = res.usage(k)
+        over = np.flatnonzero(level > inst.capacity[k])
+        if over.size:
+            j = int(over[0])
+            out.append(
+                f"core {inst.accelerator.cores[k].id} holds {int(level[j])} {inst.data_unit} from "
+                f"cycle {int(t[j])}, over its capacity of {int(inst.capacity[k])}"
+            )
+    return out

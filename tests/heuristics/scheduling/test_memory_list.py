@@ -1,0 +1,179 @@
+"""Memory-aware list scheduling (Stream §III-E/F with capacities enforced): by hand, against the
+checker on random instances, on the shared Stream exports, and through the CLI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from conftest import ROOT, SHARED, needs_shared, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from npusched import Accelerator, SchedulingInstance, UopGraph
+from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
+from npusched.heuristics.scheduling.routed_list import routed_list_schedule
+from npusched.io import load_instance, read_stream
+from npusched.methods import solve
+from npusched.problem.scheduling.routed import DramTensor, Link, RoutedInstance, Topology
+from npusched.verify import check
+from npusched.verify.scheduling.routed import memory_peaks, residency
+
+GOOD = ROOT / "tests" / "data" / "good" / "stream_mini.json"
+
+
+def instance(latency, edges, core, dram=(), capacity=None) -> RoutedInstance:
+    """Cores 0 and 1 (links 0→1, 1→0 at 4 units per cycle) and DRAM core 9 behind one shared
+    off-chip link of 2 units per cycle; μop ``i`` fixed on ``core[i]``."""
+    links = (Link(0, 0, 1, 4.0), Link(1, 1, 0, 4.0), Link(2, 9, None, 2.0, offchip=True))
+    routes = {(0, 1): (0,), (1, 0): (1,), (9, 0): (2,), (9, 1): (2,), (0, 9): (2,), (1, 9): (2,)}
+    g = UopGraph(
+        np.array(latency),
+        np.array([e[0] for e in edges], np.int64),
+        np.array([e[1] for e in edges], np.int64),
+        np.array([e[2] for e in edges], np.int64),
+    )
+    mask = np.zeros((len(latency), 2), dtype=bool)
+    mask[np.arange(len(latency)), core] = True
+    tensors = tuple(DramTensor(f"W{k}", d, np.array(c)) for k, (d, c) in enumerate(dram))
+    base = SchedulingInstance(g, Accelerator.identical(2))
+    cap = None if capacity is None else np.array(capacity)
+    return RoutedInstance(base, Topology(links, routes, 9), mask, tensors, capacity=cap)
+
+
+def test_a_fetch_waits_for_room_by_hand():
+    """Two μops on core 0 with a weight of 8 each, fetched at 2 per cycle. Without a limit the
+    fetches run back to back ([0, 4) and [4, 8)): makespan 9. With room for one weight the second
+    fetch waits until the first μop ends at 5: [5, 9), makespan 10. The checker refuses the
+    first schedule on the limited instance."""
+    free = instance([1, 1], [], [0, 0], dram=[(8, [0]), (8, [1])], capacity=[1000, 1000])
+    tight = replace(free, capacity=np.array([8, 8]))
+    loose = memory_list_schedule(free)
+    assert check(free, loose).ok and loose.makespan(free) == 9
+    sched = memory_list_schedule(tight)
+    assert check(tight, sched).ok and sched.makespan(tight) == 10
+    assert memory_peaks(tight, sched).tolist() == [8, 0]
+    rep = check(tight, loose)
+    assert not rep.ok and any("over its capacity of 8" in v for v in rep.violations)
+
+
+def test_latency_priority_can_need_eviction_where_memory_priority_does_not():
+    """P1 and P2 each leave 8 units on core 0 (room 16); X reads P1 and a weight of 8, Y reads
+    P2 and a weight of 8. Latency priority places P2 before X (ready earlier) and then neither
+    X nor Y fits without evicting; memory priority takes X (deeper layer) first and all fit."""
+    edges = [(0, 2, 8), (1, 3, 8)]
+    inst = instance([1, 1, 1, 1], edges, [0, 0, 0, 0], dram=[(8, [2]), (8, [3])],
+                    capacity=[16, 16])  # fmt: skip
+    with pytest.raises(MemoryDeadlock, match="core 0: μop 2 needs 8"):
+        memory_list_schedule(inst, "latency")
+    sched = memory_list_schedule(inst, "memory")
+    assert check(inst, sched).ok
+    assert memory_peaks(inst, sched)[0] <= 16
+
+
+def test_an_operand_set_larger_than_the_core_is_refused():
+    with pytest.raises(ValueError, match="core 0: μop 1 needs 24 .* holds 16"):
+        instance([1, 1], [(0, 1, 8)], [0, 0], dram=[(16, [1])], capacity=[16, 16])
+    # streamed μops (operands left in DRAM) take no room
+    inst = instance([1, 1], [(0, 1, 8)], [0, 0], dram=[(16, [1])])
+    inst = replace(inst, streamed=np.array([False, True]), capacity=np.array([16, 16]))
+    sched = memory_list_schedule(inst)
+    assert check(inst, sched).ok and residency(inst, sched).bits.sum() == 8
+
+
+@st.composite
+def memory_instances(draw):
+    n = draw(st.integers(1, 9))
+    latency = draw(st.lists(st.integers(1, 6), min_size=n, max_size=n))
+    edges = [
+        (i, j, draw(st.sampled_from([0, 4, 8, 12])))
+        for i in range(n)
+        for j in range(i + 1, n)
+        if draw(st.integers(0, 3)) == 0
+    ]
+    core = draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
+    dram = [
+        (draw(st.integers(1, 16)), sorted(draw(st.sets(st.integers(0, n - 1), min_size=1))))
+        for _ in range(draw(st.integers(0, 3)))
+    ]
+    inst = instance(latency, edges, core, dram)
+    need = int(inst.operand_data().max(initial=0))
+    room = [need + draw(st.integers(0, 24)) or 1 for _ in range(2)]
+    return replace(inst, capacity=np.array(room))
+
+
+@settings(max_examples=150, deadline=None)
+@given(memory_instances(), st.sampled_from(["latency", "memory"]))
+def test_every_schedule_keeps_within_memory(inst, priority):
+    """Every schedule returned passes verify, capacities included, at every instant; where the
+    scheduler gives up it says that eviction would be needed."""
+    try:
+        sched = memory_list_schedule(inst, priority)
+    except MemoryDeadlock as err:
+        assert "eviction" in str(err)
+        return
+    rep = check(inst, sched)
+    assert rep.ok, rep.violations
+    assert (memory_peaks(inst, sched) <= inst.capacity).all()
+
+
+def test_solve_takes_streams_priorities_and_refuses_methods_without_memory():
+    inst = instance([1, 1], [], [0, 0], dram=[(8, [0]), (8, [1])], capacity=[8, 8])
+    for priority in ("blevel", "latency", "memory"):
+        res = solve(inst, "list", priority=priority)
+        assert check(inst, res.solution).ok
+        assert res.stats["priority"] in ("latency", "memory")
+    with pytest.raises(ValueError, match="priority latency or memory"):
+        solve(inst, "list", priority="asap")
+    with pytest.raises(ValueError, match="does not model memory capacities"):
+        solve(inst, "joint")
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ["tiny_res16", "resnet18"])
+def test_stream_exports_within_their_memories(name):
+    """On Stream's exports with its allocation, both priorities keep every core within its top
+    memory; the list without memory does not on ResNet-18's 1 Mbit pooling cores."""
+    inst = read_stream(SHARED / "stream" / f"{name}_tpu_quad_core_fused.json", memory=True)
+    assert inst.capacity is not None and inst.layer is not None
+    for priority in ("latency", "memory"):
+        sched = memory_list_schedule(inst, priority)
+        assert check(inst, sched).ok
+        assert (memory_peaks(inst, sched) <= inst.capacity).all()
+    if name == "resnet18":
+        assert not check(inst, routed_list_schedule(inst)).ok
+
+
+def _mini(tmp_path, change=None) -> str:
+    """The small good export, with core ``k``'s top memories replaced by ``change[k]``."""
+    change = change or {}
+    data = json.loads(GOOD.read_text()) if GOOD.is_file() else None
+    if data is None:
+        pytest.skip(f"{GOOD} not found")
+    for k, c in enumerate(data["cores"]):
+        if not c["is_offchip"] and k in change:
+            c["top_memories"] = change[k]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_cli_memory_round_trip_and_bad_memories(tmp_path):
+    good = _mini(tmp_path)
+    out = tmp_path / "inst.json"
+    assert run_cli("convert", "stream", good, "--memory", "-o", out).returncode == 0
+    inst = load_instance(out)
+    assert inst.capacity.tolist() == read_stream(good, memory=True).capacity.tolist()
+    r = run_cli("solve", out, "--method", "list", "--out", tmp_path / "sol.json")
+    assert r.returncode == 0 and "memory enforced" in r.stdout
+    assert json.loads((tmp_path / "sol.json").read_text())["memory"]
+    for bad, why in (([{"name": "sram", "size_bits": 0}], "compute core 0 has no memory size"),
+                     ([{"name": "sram", "size_bits": 100}], "core 0: μop")):  # fmt: skip
+        path = _mini(tmp_path, {0: bad})
+        r = run_cli("solve", path, "--memory", "--method", "list", "--out", tmp_path / "x.json")
+        assert r.returncode == 2 and why in r.stderr and "Traceback" not in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "x.json").exists()
+        assert run_cli("solve", path, "--method", "list").returncode == 0  # without --memory
