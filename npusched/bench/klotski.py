@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import time
 from pathlib import Path
 from typing import Any
 
 from npusched.arch import load_arch
+from npusched.bench.doc import write_doc
 from npusched.partition.api import resolve_network
 from npusched.search.orchestrate import orchestrate
 from npusched.verify import check
@@ -141,15 +141,6 @@ def table(rows: list[dict[str, Any]], mesh: str) -> str:
 def tables(rows: list[dict[str, Any]]) -> str:
     meshes = list(dict.fromkeys(r["mesh"] for r in rows))
     return "\n\n".join(table(rows, m) for m in meshes)
-
-
-def write_doc(path: Path, text: str) -> None:
-    """Replace the tables between the markers of ``path`` (or write them as the whole file)."""
-    block = f"<!-- tables -->\n{text}\n<!-- /tables -->"
-    old = path.read_text() if path.exists() else ""
-    pattern = re.compile(r"<!-- tables -->.*<!-- /tables -->", re.S)
-    new = pattern.sub(lambda _: block, old) if pattern.search(old) else old + block + "\n"
-    path.write_text(new)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,7 @@ from npusched.heuristics.scheduling.list_scheduling import (
     etf_schedule,
     list_schedule,
 )
-from npusched.heuristics.scheduling.memory_list import memory_list_schedule
+from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
 from npusched.heuristics.scheduling.mesh_baselines import (
     retime,
     zigzag_schedule,
@@ -202,7 +202,11 @@ def _run_list(instance: Any, backend: str, params: ListParams, ctx: Context) -> 
                 f"with a memory capacity the list takes Stream's priority latency or memory, "
                 f"not {priority!r}"
             )
-        sched: Schedule | RoutedSchedule = memory_list_schedule(instance, str(priority))
+        try:
+            sched: Schedule | RoutedSchedule = memory_list_schedule(instance, str(priority))
+        except MemoryDeadlock as err:  # no schedule without eviction: a method failure
+            bound = instance.lower_bound()
+            return Result(Status.ERROR, "list", "none", None, bound, message=str(err))
     elif isinstance(instance, RoutedInstance):
         sched = routed_list_schedule(instance, priority)
     else:

@@ -18,6 +18,7 @@ from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.io import load_instance, read_stream
 from npusched.methods import solve
 from npusched.problem.scheduling.routed import DramTensor, Link, RoutedInstance, Topology
+from npusched.solvers.result import Status
 from npusched.verify import check
 from npusched.verify.scheduling.routed import memory_peaks, residency
 
@@ -71,6 +72,8 @@ def test_latency_priority_can_need_eviction_where_memory_priority_does_not():
     sched = memory_list_schedule(inst, "memory")
     assert check(inst, sched).ok
     assert memory_peaks(inst, sched)[0] <= 16
+    res = solve(inst, "list", priority="latency")  # a method failure, with the reason
+    assert res.status is Status.ERROR and res.solution is None and "eviction" in res.message
 
 
 def test_an_operand_set_larger_than_the_core_is_refused():
