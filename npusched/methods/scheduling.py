@@ -20,7 +20,6 @@ from npusched.common.limits import MAX_BETA
 from npusched.formulations.placement.qap import PlacementModel
 from npusched.formulations.scheduling.intervals import IntervalModel
 from npusched.formulations.scheduling.joint import JointModel
-from npusched.formulations.scheduling.routed import RoutedModel
 from npusched.formulations.scheduling.timeindexed import TimeIndexedModel
 from npusched.heuristics.scheduling.atomic import atomic_schedule
 from npusched.heuristics.scheduling.list_scheduling import (
@@ -37,6 +36,7 @@ from npusched.heuristics.scheduling.mesh_baselines import (
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.methods.linear import linear_result, run_model
 from npusched.methods.registry import Context, Method, NoParams, bounded, register
+from npusched.methods.routed import memory_priority, routed_warm_start, run_routed
 from npusched.problem.placement import Placement, stage2_instance
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
@@ -108,19 +108,14 @@ def _applies(
     comm_delays: bool = False,
     routing: bool = False,
     network: bool = False,
-    memory: bool = False,
 ) -> Callable[[Any], str | None]:
     """``applies`` of a scheduling method from what it needs (identical cores, a mesh, any
-    network: mesh or hypercube) and what it handles (transfer delays, routed links, memory
-    capacities)."""
+    network: mesh or hypercube) and what it handles (transfer delays, routed links; every method
+    of routed instances handles their memory capacities)."""
 
     def applies(problem: Any) -> str | None:
         if isinstance(problem, RoutedInstance):
-            if not routing:
-                return "it does not model transfers on shared links"
-            if problem.capacity is not None and not memory:
-                return "it does not model memory capacities yet; leave out --memory"
-            return None
+            return None if routing else "it does not model transfers on shared links"
         acc = problem.accelerator
         if (
             (mesh and acc.cells() is None)
@@ -149,7 +144,7 @@ def _warm_start(problem: Any, params: Any, ctx: Context) -> Context:
     warm = ctx.warm_start
     if isinstance(problem, RoutedInstance):
         if warm is None:
-            warm = _routed_warm_start(problem, params.priority)
+            warm = routed_warm_start(problem, params.priority)
         elif not isinstance(warm, RoutedSchedule) or not check(problem, warm).ok:
             raise ValueError("a routed warm start must be a feasible RoutedSchedule")
     elif warm is None:
@@ -164,15 +159,6 @@ def _warm_start(problem: Any, params: Any, ctx: Context) -> Context:
 def _check_given(problem: Any, params: Any, ctx: Context) -> Context:
     """Heuristics ignore warm starts, but a given one is still checked."""
     return ctx if ctx.warm_start is None else _warm_start(problem, params, ctx)
-
-
-def _routed_warm_start(instance: RoutedInstance, priority: Priority) -> RoutedSchedule:
-    """The best list schedule on the instance and, when it carries a known allocation (Stream's),
-    on that allocation."""
-    cands = [routed_list_schedule(instance, priority)]
-    if instance.preferred is not None and not instance.fixed_allocation:
-        cands.append(routed_list_schedule(instance.restricted(instance.preferred), priority))
-    return min(cands, key=lambda s: s.makespan(instance))
 
 
 def heuristic_result(
@@ -196,14 +182,9 @@ def heuristic_result(
 def _run_list(instance: Any, backend: str, params: ListParams, ctx: Context) -> Result:
     priority = params.priority
     if isinstance(instance, RoutedInstance) and instance.capacity is not None:
-        priority = "latency" if priority == "blevel" else priority  # Stream's default
-        if priority not in ("latency", "memory"):
-            raise ValueError(
-                f"with a memory capacity the list takes Stream's priority latency or memory, "
-                f"not {priority!r}"
-            )
+        priority = memory_priority(priority)
         try:
-            sched: Schedule | RoutedSchedule = memory_list_schedule(instance, str(priority))
+            sched: Schedule | RoutedSchedule = memory_list_schedule(instance, priority)
         except MemoryDeadlock as err:  # no schedule without eviction: a method failure
             bound = instance.lower_bound()
             return Result(Status.ERROR, "list", "none", None, bound, message=str(err))
@@ -356,41 +337,11 @@ def _mapping_answer(mapping: Any, backend: str, slots: Schedule, ctx: Context) -
     return linear_result("twostage", backend, raw, placement, {})
 
 
-def _run_routed(instance: RoutedInstance, ctx: Context) -> Result:
-    """Schedule, allocation and link-contended transfers in one CP-SAT model (makespan), built
-    and solved within the time limit (:func:`bounded`: 3 100 μops with contention took 35 s to
-    build alone). Without a solution :func:`solve` returns the warm start with the bound."""
-    return bounded("joint", "cpsat", ctx, lambda c: _routed_answer(instance, c))
-
-
-def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
-    from npusched.solvers.cpsat import run_cpsat
-
-    warm = ctx.warm_start
-    model = RoutedModel(instance, warm.makespan(instance))
-    model.hint(warm)
-    stats = {"intervals_on_links": sum(len(v) for v in model.res_intervals.values())}
-    kw: dict[str, Any] = dict(threads=ctx.threads, seed=ctx.seed, log=ctx.log)
-    status, solver, rec = run_cpsat(model.model, time_limit=ctx.remaining(), **kw)
-    if status not in (Status.OPTIMAL, Status.FEASIBLE):  # CP-SAT's bound still holds
-        return Result(status, "joint", "cpsat", bound=rec.bound, trace=rec.points, stats=stats)
-    return Result(
-        status,
-        "joint",
-        "cpsat",
-        solver.objective_value,
-        solver.best_objective_bound,
-        solution=model.decode(solver),
-        trace=rec.points,
-        stats=stats,
-    )
-
-
 def _run_joint(instance: Any, backend: str, params: JointParams, ctx: Context) -> Result:
     """Klotski eq. 15 solved as one CP-SAT model: ``T + βC``, or lexicographic (``beta=None``):
     first the makespan, then the NoC cost with the makespan held (half the time each)."""
     if isinstance(instance, RoutedInstance):
-        return _run_routed(instance, ctx)
+        return run_routed(instance, ctx)
     return bounded("joint", "cpsat", ctx, lambda c: _joint_answer(instance, params, c))
 
 
@@ -491,7 +442,7 @@ register(
         "instances, a HEFT-like priority list on large ones; transfers booked on links for "
         "routed instances; with memory capacities Stream's latency or memory priority)",
         params=ListParams,
-        applies=_applies(comm_delays=True, routing=True, memory=True),
+        applies=_applies(comm_delays=True, routing=True),
         prepare=_check_given,
     )
 )

@@ -11,16 +11,17 @@ MINI = ROOT / "tests" / "data" / "good" / "stream_mini.json"
 
 
 def test_rows_are_verified_with_memory_and_written_into_the_doc(tmp_path, capsys):
-    rows = run_export(MINI)
+    rows = run_export(MINI, time_limit=5, threads=1)
     assert [r["method"] for r in rows][1:] == [
         "list, memory, latency priority",
         "list, memory, memory priority",
+        "joint, memory, 5 s",
     ]
     for r in rows[1:]:
         assert r["ok"] and r["makespan"] >= r["bound"]
     doc = tmp_path / "results.md"
     doc.write_text("# prose\n<!-- tables -->\nold\n<!-- /tables -->\nafter\n")
-    assert main([str(MINI), "--doc", str(doc)]) == 0
+    assert main([str(MINI), "--time-limit", "5", "--threads", "1", "--doc", str(doc)]) == 0
     text = doc.read_text()
     assert text.startswith("# prose\n") and text.endswith("after\n") and "old" not in text
-    assert text.count("| stream_mini |") == 3 == capsys.readouterr().out.count("| stream_mini |")
+    assert text.count("| stream_mini |") == 4 == capsys.readouterr().out.count("| stream_mini |")

@@ -6,7 +6,9 @@ allowed cores; ``D(p)`` consumers of data from ``p`` (edges with data > 0); ``τ
 transfer of ``p``'s output from core ``a`` to core ``c``, present iff ``p`` is on ``a`` and some
 consumer on ``c ≠ a``; ``ω_kc`` DRAM tensor ``k`` sent to core ``c``. Every transfer interval has
 the fixed length ``⌈data / min bandwidth on its route⌉`` and joins the NoOverlap of every link
-(bus) on its route.
+(bus) on its route. With memory capacities (fixed allocation) every lifetime of
+:func:`~npusched.verify.scheduling.routed.residency` is an interval ``[α, ω)`` in a cumulative of
+the core's capacity ``M_c`` (Stream §III-F as constraints).
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ class RoutedModel:
     """
 
     def __init__(self, inst: RoutedInstance, horizon: int) -> None:
+        if inst.capacity is not None and not inst.fixed_allocation:
+            raise ValueError("memory capacities are modelled for a fixed allocation only")
         self.inst, self.H = inst, int(horizon)
         self.model = cp_model.CpModel()
+        self.life: dict[tuple[int, int], Any] = {}
         self.res_intervals: dict[int, list[Any]] = defaultdict(list)
         self.core_intervals: dict[int, list[Any]] = defaultdict(list)
         for add in (
@@ -43,6 +48,7 @@ class RoutedModel:
             self._dram_transfers,
             self._links,
             self._cores,
+            self._memory,
             self._objective,
         ):
             add()
@@ -181,6 +187,56 @@ class RoutedModel:
             if len(ivs) > 1:
                 self.model.add_no_overlap(ivs)
 
+    def _memory(self) -> None:
+        """Each core holds at most its capacity at every instant. A producer's output lives from
+        its start until its last local data consumer and its last send end; data received on a
+        core from its transfer's start until the last μop it serves there ends; data of
+        streamed μops takes no room.
+
+        .. math:: \\omega_p \\ge e_q \\ (q \\in D(p) \\text{ local}), \\quad
+                  \\omega_p \\ge t_{pac} + \\lceil b_p / B \\rceil, \\quad
+                  \\omega_{\\tau} \\ge e_q \\ (q \\text{ served by } \\tau), \\quad
+                  \\text{Cumulative}(\\{[\\alpha, \\omega)\\}, b, M_c) \\ \\forall c
+        """
+        inst = self.inst
+        if inst.capacity is None:
+            return
+        core = np.argmax(inst.mask, axis=1)
+        tr = required_transfers(inst, core)
+        streamed = inst.is_streamed
+        g = inst.graph
+        output = np.zeros(inst.n, dtype=np.int64)
+        np.maximum.at(output, g.src, g.bytes)
+        until: dict[tuple[int, int], list[Any]] = defaultdict(list)
+        begin: dict[tuple[int, int], tuple[Any, int]] = {}
+        for p in np.flatnonzero((output > 0) & ~streamed).tolist():
+            begin[(p, int(core[p]))] = (self.s[p], int(output[p]))
+            until[(p, int(core[p]))].append(self.e[p])
+        for e in np.flatnonzero(g.bytes > 0).tolist():
+            p, q = int(g.src[e]), int(g.dst[e])
+            if (p, int(core[q])) in begin and core[p] == core[q]:
+                until[(p, int(core[q]))].append(self.e[q])
+        for t in range(tr.size):
+            src, c = tr.key(t)
+            start = self.tstart[(src, -1 if src < 0 else int(core[src]), c)]
+            if src >= 0 and (src, int(core[src])) in begin:
+                until[(src, int(core[src]))].append(start + int(tr.cycles[t]))
+            if not streamed[tr.serves[t]].all():
+                begin[(src, c)] = (start, int(tr.data[t]))
+                until[(src, c)] += [self.e[q] for q in tr.serves[t].tolist()]
+        m = self.model
+        per_core: dict[int, tuple[list[Any], list[int]]] = defaultdict(lambda: ([], []))
+        for key, (start, bits) in begin.items():
+            end = m.new_int_var(0, self.H, f"life{key}")
+            m.add_max_equality(end, until[key])
+            self.life[key] = end
+            ivs, demands = per_core[key[1]]
+            size = m.new_int_var(0, self.H, "")
+            ivs.append(m.new_interval_var(start, size, end, ""))
+            demands.append(bits)
+        for c, (ivs, demands) in per_core.items():
+            m.add_cumulative(ivs, demands, int(inst.capacity[c]))
+
     def _objective(self) -> None:
         """Makespan, bounded below by :meth:`RoutedInstance.lower_bound`.
 
@@ -208,6 +264,14 @@ class RoutedModel:
             src, c = tr.key(t)
             a = -1 if src < 0 else int(sched.core[src])
             m.add_hint(self.tstart[(src, a, c)], int(sched.tstart[t]))
+        if self.life:
+            from npusched.verify.scheduling.routed import residency
+
+            res = residency(self.inst, sched)
+            for tensor, c, free in zip(res.tensor.tolist(), res.core.tolist(),
+                                       res.free.tolist(), strict=True):  # fmt: skip
+                if (tensor, c) in self.life:
+                    m.add_hint(self.life[(tensor, c)], free)
         m.add_hint(self.T, sched.makespan(self.inst))
 
     def decode(self, solver: Any) -> RoutedSchedule:

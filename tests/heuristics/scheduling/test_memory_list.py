@@ -122,7 +122,7 @@ def test_every_schedule_keeps_within_memory(inst, priority):
     assert (memory_peaks(inst, sched) <= inst.capacity).all()
 
 
-def test_solve_takes_streams_priorities_and_refuses_methods_without_memory():
+def test_solve_takes_streams_priorities():
     inst = instance([1, 1], [], [0, 0], dram=[(8, [0]), (8, [1])], capacity=[8, 8])
     for priority in ("blevel", "latency", "memory"):
         res = solve(inst, "list", priority=priority)
@@ -130,8 +130,8 @@ def test_solve_takes_streams_priorities_and_refuses_methods_without_memory():
         assert res.stats["priority"] in ("latency", "memory")
     with pytest.raises(ValueError, match="priority latency or memory"):
         solve(inst, "list", priority="asap")
-    with pytest.raises(ValueError, match="does not model memory capacities"):
-        solve(inst, "joint")
+    with pytest.raises(ValueError, match="fixed allocation only"):  # joint with memory
+        solve(replace(inst, allowed=None), "joint", warm_start=solve(inst, "list").solution)
 
 
 @needs_shared
@@ -180,3 +180,27 @@ def test_cli_memory_round_trip_and_bad_memories(tmp_path):
         assert len(r.stderr.strip().splitlines()) == 1
         assert not (tmp_path / "x.json").exists()
         assert run_cli("solve", path, "--method", "list").returncode == 0  # without --memory
+
+
+def test_joint_keeps_the_memories_and_proves_the_wait_by_hand():
+    """The first test's instance: with room for one weight CP-SAT proves 10 (9 without)."""
+    free = instance([1, 1], [], [0, 0], dram=[(8, [0]), (8, [1])], capacity=[1000, 1000])
+    tight = replace(free, capacity=np.array([8, 8]))
+    for inst, best in ((free, 9), (tight, 10)):
+        res = solve(inst, "joint", time_limit=20)
+        assert res.status is Status.OPTIMAL and res.objective == best
+        assert check(inst, res.solution).ok
+
+
+@settings(max_examples=25, deadline=None)
+@given(memory_instances())
+def test_joint_schedules_keep_within_memory(inst):
+    """CP-SAT with a cumulative per core over the lifetimes: every answer passes verify with the
+    capacities and is no longer than its warm start (the memory-aware list)."""
+    try:
+        warm = memory_list_schedule(inst)
+    except MemoryDeadlock:
+        return
+    res = solve(inst, "joint", time_limit=10, warm_start=warm)
+    assert check(inst, res.solution).ok
+    assert res.objective <= warm.makespan(inst)
