@@ -7,6 +7,7 @@ import os
 import sys
 
 from npusched.cli import (
+    allocate,
     compare,
     convert,
     flexer,
@@ -21,7 +22,9 @@ from npusched.cli import (
 from npusched.cli.args import MEMORY_HELP, memory_limit, memory_mb
 from npusched.common.errors import InputError
 
-VERBS = (convert, generate, solve, compare, partition, orchestrate, tile, flexer, info, verify)
+VERBS = (
+    convert, generate, solve, compare, partition, orchestrate, allocate, tile, flexer, info, verify,
+)  # fmt: skip
 """Each verb's module has ``add_parser(sub)``; its parser's ``func`` runs it."""
 
 

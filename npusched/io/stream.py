@@ -204,6 +204,12 @@ def _dram_tensors(cns: list[dict[str, Any]]) -> tuple[DramTensor, ...]:
     )
 
 
+def allocation_groups(data: dict[str, Any]) -> np.ndarray:
+    """Each CN's Stream ``group`` (its weight-sharing group within its layer; Stream allocates
+    a layer's groups to cores), in the order of the export's ``cns``."""
+    return np.array([int(cn.get("group", 0)) for cn in data["cns"]], dtype=np.int64)
+
+
 def read_stream(
     path: str | Path, free_allocation: bool = False, memory: bool = False
 ) -> RoutedInstance:

@@ -262,10 +262,11 @@ class RoutedInstance:
             )
 
     def restricted(self, core: IntArray) -> RoutedInstance:
-        """The same instance with the allocation fixed to ``core`` (core index per μop)."""
+        """The same instance with the allocation fixed to ``core`` (core index per μop, which
+        becomes the preferred one too)."""
         mask = np.zeros_like(self.mask)
         mask[np.arange(self.n), np.asarray(core)] = True
-        return replace(self, allowed=mask)
+        return replace(self, allowed=mask, preferred=np.asarray(core))
 
     # the scheduling instance's nouns, for code that only needs those
     @property
