@@ -72,6 +72,20 @@ def _onnx() -> bytes:
     return onnx.helper.make_model(graph).SerializeToString()
 
 
+def _with_memory() -> bytes:
+    """The small Stream export as an instance document with memory capacities, layers and a
+    streamed μop."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from npusched.io.instance_json import instance_to_dict
+
+    inst = read_stream(GOOD_DIR / "stream_mini.json", memory=True)
+    inst = replace(inst, streamed=np.arange(inst.n) == 0)
+    return json.dumps(instance_to_dict(inst), default=lambda a: a.tolist()).encode()
+
+
 def _routed() -> bytes:
     from npusched.bench.generate import layered_dag
     from npusched.io.instance_json import instance_to_dict
@@ -115,6 +129,12 @@ READERS: dict[str, Reader] = {
     "mspcd": (".td", lambda: TD, lambda p: read_mspcd(p, 4)),
     "qaplib": (".dat", lambda: DAT, read_qaplib),
     "stream": (".json", (GOOD_DIR / "stream_mini.json").read_bytes, read_stream),
+    "stream_memory": (
+        ".json",
+        (GOOD_DIR / "stream_mini.json").read_bytes,
+        lambda p: read_stream(p, memory=True),
+    ),
+    "instance_memory": (".json", _with_memory, load_instance),
     "network": (
         ".json",
         (ROOT / "npusched/workload/zoo/lenet.json").read_bytes,
