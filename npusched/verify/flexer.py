@@ -335,10 +335,16 @@ def _tiles(s: FlexerSchedule) -> list[_Tile]:
     for r in s.residencies:
         if 0 <= r.data < p.n_data and r.start < r.end:
             tiles[r.data].res.append(r)
-    for tile in tiles:
+    # a residency that begins where the previous one ended continues its stay (the tile moved),
+    # unless a load starts right then: the tile left and comes back (a reload)
+    reload_at = {(t.data, t.start) for t in s.transfers if t.kind == "load"}
+    for d, tile in enumerate(tiles):
         tile.res.sort(key=lambda r: (r.start, r.end))
         for r in tile.res:
-            if tile.stays and r.start <= tile.stays[-1][1]:
+            if tile.stays and (
+                r.start < tile.stays[-1][1]
+                or (r.start == tile.stays[-1][1] and (d, r.start) not in reload_at)
+            ):
                 begin, end = tile.stays[-1]
                 tile.stays[-1] = (begin, max(end, r.end))
             else:

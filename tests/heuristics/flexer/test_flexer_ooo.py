@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from npusched.cli.main import main
@@ -291,6 +291,10 @@ def test_no_fit_is_reported():
     policy=st.sampled_from(MEM_POLICIES),
     prefetch=st.booleans(),
 )
+@example(  # a write-back and the reload of the same partial sum touching at one cycle
+    c=96, k=64, hw=7, kernel=3, tiles=(32, 2, 6, 32), n=1, slack=1.890625, policy="flexer",
+    prefetch=True,
+)  # fmt: skip
 def test_random_layers_verify(c, k, hw, kernel, tiles, n, slack, policy, prefetch):
     net = small_net(c=c, k=k, hw=hw, kernel=kernel)
     p = tiled_conv(net, net.layers[0], tiles, UNROLL)
