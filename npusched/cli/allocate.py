@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from npusched.cli.args import executor_spec, output_dir, positive_int
+from npusched.cli.args import executor_spec, output_dir, positive_float, positive_int
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     spec = args.executor if args.workers != 1 or args.executor.startswith("dask://") else "serial"
     with open_executor(spec, args.workers) as executor:
         front = run_ga(inst, units, args.generations, args.population, args.seed, executor,
-                       progress)  # fmt: skip
+                       progress, args.time_limit)  # fmt: skip
     bar.close()
     if not front.front.size:
         raise ValueError("no allocation found whose schedule fits the memories without eviction")
@@ -110,6 +110,8 @@ def add_parser(sub: Any) -> None:
     a.add_argument("--generations", type=positive_int, default=10, help="default 10")
     a.add_argument("--population", type=positive_int, default=16, help="default 16")
     a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--time-limit", type=positive_float,
+                   help="seconds: no generation starts that would end past them")  # fmt: skip
     a.add_argument("--executor", type=executor_spec, default="local",
                    help="local (a process pool) or dask://HOST:PORT")  # fmt: skip
     a.add_argument("--workers", type=positive_int, default=1,

@@ -32,6 +32,7 @@ none here, so an energy objective would compare unlike sums).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -43,7 +44,6 @@ from pymoo.algorithms.moo.nsga2 import NSGA2
 from pymoo.core.mutation import Mutation
 from pymoo.core.problem import Problem
 from pymoo.operators.crossover.pntx import TwoPointCrossover
-from pymoo.optimize import minimize
 
 from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
@@ -159,9 +159,13 @@ def run_ga(
     seed: int = 0,
     executor: Executor | None = None,
     progress: Callable[[int, float], None] | None = None,
+    time_limit: float | None = None,
 ) -> Front:
     """NSGA-II over the units' cores (see the module docstring); ``executor`` evaluates each
-    generation's individuals (``None``: in this process)."""
+    generation's individuals (``None``: in this process). With ``time_limit`` (seconds) no
+    generation starts once the last one's duration would take the run past it; the first is
+    always evaluated."""
+    t0 = time.perf_counter()
     genes = units.genes
     sizes = np.array([len(units.cores[u]) for u in genes.tolist()], dtype=np.int64)
     if genes.size == 0:
@@ -202,7 +206,14 @@ def run_ga(
         mutation=_StreamMutation(units, genes, prob=MUTATION),
         eliminate_duplicates=True,
     )
-    minimize(Allocation(), algorithm, ("n_gen", generations), seed=seed, verbose=False)
+    algorithm.setup(Allocation(), termination=("n_gen", generations), seed=seed, verbose=False)
+    last = 0.0
+    while algorithm.has_next():
+        begun = time.perf_counter()
+        if time_limit is not None and history and begun + last > t0 + time_limit:
+            break
+        algorithm.next()
+        last = time.perf_counter() - begun
     keys = list(seen)
     vals = np.array([seen[k] for k in keys], dtype=float)
     feasible = vals[:, 2].astype(bool)

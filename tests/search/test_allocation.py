@@ -57,6 +57,15 @@ def test_front_is_verified_repeatable_and_beats_nothing_it_contains():
     assert (c.genomes == a.genomes).all() and np.array_equal(c.makespan, a.makespan)
 
 
+@needs_shared
+def test_time_limit_stops_between_generations():
+    inst, units = _load(TINY)
+    full = run_ga(inst, units, generations=3, population=4, seed=0)
+    cut = run_ga(inst, units, generations=3, population=4, seed=0, time_limit=1e-6)
+    assert len(full.history) == 3 and len(cut.history) == 1  # the first is always evaluated
+    assert cut.front.size >= 1
+
+
 def test_units_and_genomes_round_trip():
     inst, units = _load(MINI)
     x = np.zeros(units.genes.size, dtype=np.int64)
