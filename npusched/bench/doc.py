@@ -13,3 +13,10 @@ def write_doc(path: Path, text: str) -> None:
     pattern = re.compile(r"<!-- tables -->.*<!-- /tables -->", re.S)
     new = pattern.sub(lambda _: block, old) if pattern.search(old) else old + block + "\n"
     path.write_text(new)
+
+
+def publish(text: str, doc: Path | None) -> None:
+    """Print ``text`` and, with ``doc``, write it into that file's tables block."""
+    print(text)
+    if doc:
+        write_doc(doc, text)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from npusched.arch import load_arch
-from npusched.bench.doc import write_doc
+from npusched.bench.doc import publish
 from npusched.partition.api import resolve_network
 from npusched.search.orchestrate import orchestrate
 from npusched.verify import check
@@ -168,10 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['baseline1']}, baseline 2 {r['baseline2']}", flush=True)  # fmt: skip
             if args.json:
                 args.json.write_text(json.dumps(rows, indent=1))
-    text = tables(rows)
-    print(text)
-    if args.doc:
-        write_doc(args.doc, text)
+    publish(tables(rows), args.doc)
     return 0
 
 

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from npusched.bench.doc import write_doc
+from npusched.bench.doc import publish
 from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.io.stream import read_stream
@@ -113,10 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         assert inst.capacity is not None
         caps[inst.name] = inst.capacity.tolist()
         rows += run_export(path, args.time_limit, args.threads)
-    text = table(rows, caps)
-    print(text)
-    if args.doc:
-        write_doc(args.doc, text)
+    publish(table(rows, caps), args.doc)
     return 0
 
 
