@@ -10,7 +10,8 @@ On each Stream export (default: the two shared ones) with Stream's allocation it
 - the memory-aware list (:mod:`npusched.heuristics.scheduling.memory_list`) with Stream's
   ``latency`` and ``memory`` priorities, each core's top memory a hard capacity;
 - ``joint`` (CP-SAT with a cumulative of each core's memory over the lifetimes) warm-started from
-  the latency-priority list, under ``--time-limit``;
+  the latency-priority list, and ``lns`` (the large-neighbourhood search on that model), each
+  under ``--time-limit``;
 
 verifies every schedule against the instance *with* capacities, and prints a Markdown table:
 makespan, ratio to Stream's makespan, the instance's lower bound, each core's peak resident data
@@ -44,17 +45,21 @@ def run_export(path: Path, time_limit: float = 60, threads: int = 2) -> list[dic
     inst = read_stream(path, memory=True)
     stream = inst.source.get("stream_makespan")
 
-    def joint(i: RoutedInstance) -> tuple[RoutedSchedule, float | None]:
-        res = solve(i, "joint", time_limit=time_limit, threads=threads)
-        assert isinstance(res.solution, RoutedSchedule)
-        return res.solution, res.bound
+    def exact(method: str) -> Any:
+        def run(i: RoutedInstance) -> tuple[RoutedSchedule, float | None]:
+            res = solve(i, method, time_limit=time_limit, threads=threads)
+            assert isinstance(res.solution, RoutedSchedule)
+            return res.solution, res.bound
+
+        return run
 
     rows = []
     for name, run in (
         ("list, no memory", lambda i: (routed_list_schedule(i), None)),
         ("list, memory, latency priority", lambda i: (memory_list_schedule(i, "latency"), None)),
         ("list, memory, memory priority", lambda i: (memory_list_schedule(i, "memory"), None)),
-        (f"joint, memory, {time_limit:g} s", joint),
+        (f"joint, memory, {time_limit:g} s", exact("joint")),
+        (f"lns, memory, {time_limit:g} s", exact("lns")),
     ):
         t0 = time.perf_counter()
         row: dict[str, Any] = {"export": inst.name, "method": name, "stream": stream}

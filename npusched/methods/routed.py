@@ -1,17 +1,23 @@
 """Routed instances (Stream's hardware model) in :func:`npusched.solve`: their warm starts, with
-and without memory capacities, and ``joint``'s CP-SAT model of them."""
+and without memory capacities, ``joint``'s CP-SAT model of them, and ``lns``, a large-
+neighbourhood search on that model."""
 
 from __future__ import annotations
 
+import dataclasses
+import time
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from npusched.formulations.scheduling.routed import RoutedModel
 from npusched.heuristics.scheduling.list_scheduling import Priority
 from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
-from npusched.methods.registry import Context, bounded
+from npusched.methods.registry import Context, Method, bounded, register
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
-from npusched.solvers.result import Result, Status
+from npusched.solvers.result import Result, Status, TracePoint
 
 
 def routed_warm_start(instance: RoutedInstance, priority: Priority) -> RoutedSchedule:
@@ -68,3 +74,95 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
         trace=rec.points,
         stats=stats,
     )
+
+
+@dataclass(frozen=True)
+class LnsParams:
+    """``lns``: μops set free per neighbourhood (``window``, a block of consecutive starts) and
+    seconds per neighbourhood (``step``); ``priority`` of the warm start."""
+
+    window: int = 300
+    step: float = 5.0
+    priority: Priority = "blevel"
+
+    def __post_init__(self) -> None:
+        if self.window < 1 or not 0 < self.step < float("inf"):
+            raise ValueError("window must be at least 1 and step a positive number of seconds")
+
+
+def run_lns(instance: RoutedInstance, backend: str, params: LnsParams, ctx: Context) -> Result:
+    """Large-neighbourhood search on the routed CP-SAT model (with memory, when the instance has
+    capacities), for models too large to solve whole: free a block of ``window`` consecutive
+    μops (by start) and the transfers timed among them, keep what starts before, shift what
+    starts after by one ``δ ≤ 0`` (:meth:`RoutedModel.neighbourhood`), re-solve for ``step``
+    seconds, keep an improvement, move the block on (at random, seeded); until the time limit.
+    The bound is the instance's (a neighbourhood's bound bounds nothing globally)."""
+    return bounded("lns", "cpsat", ctx, lambda c: _lns_answer(instance, params, c))
+
+
+def _lns_answer(instance: RoutedInstance, params: LnsParams, ctx: Context) -> Result:
+    from npusched.solvers.cpsat import run_cpsat
+
+    best: RoutedSchedule = ctx.warm_start
+    model = RoutedModel(instance, best.makespan(instance))
+    rng = np.random.default_rng(ctx.seed)
+    n, size = instance.n, min(params.window, instance.n)
+    rounds = improved = 0
+    trace = [TracePoint(0.0, best.makespan(instance), instance.lower_bound())]
+    t0 = time.perf_counter()
+    while (ctx.remaining() or params.step) > 0.5:
+        order = np.argsort(best.start, kind="stable")
+        k = int(rng.integers(0, n - size + 1))
+        free = np.zeros(n, dtype=bool)
+        free[order[k : k + size]] = True
+        step = min(params.step, (ctx.remaining() or params.step) - 0.2)
+        kw: dict[str, Any] = dict(threads=ctx.threads, seed=ctx.seed + rounds, log=ctx.log)
+        status, solver, _ = run_cpsat(model.neighbourhood(best, free), time_limit=step, **kw)
+        rounds += 1
+        if status in (Status.OPTIMAL, Status.FEASIBLE):
+            cand = model.decode(solver)
+            if cand.makespan(instance) < best.makespan(instance):
+                best, improved = cand, improved + 1
+                trace.append(TracePoint(time.perf_counter() - t0, best.makespan(instance),
+                                        instance.lower_bound()))  # fmt: skip
+        if ctx.deadline is None and rounds >= n // size + 1:
+            break  # without a limit: about one pass over the schedule
+    lb = instance.lower_bound()
+    ms = best.makespan(instance)
+    return Result(
+        Status.OPTIMAL if ms == lb else Status.FEASIBLE, "lns", "cpsat", ms, lb, solution=best,
+        trace=trace, stats={"neighbourhoods": rounds, "improvements": improved},
+        message="bound = the instance's lower_bound()",
+    )  # fmt: skip
+
+
+def _lns_applies(problem: Any) -> str | None:
+    if not isinstance(problem, RoutedInstance):
+        return "it solves routed instances"
+    return None if problem.fixed_allocation else "it needs a fixed allocation"
+
+
+def _lns_warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
+    from npusched.verify import check
+
+    warm = ctx.warm_start
+    if warm is None:
+        warm = routed_warm_start(problem, params.priority)
+    elif not isinstance(warm, RoutedSchedule) or not check(problem, warm).ok:
+        raise ValueError("a routed warm start must be a feasible RoutedSchedule")
+    return dataclasses.replace(ctx, warm_start=warm)
+
+
+register(
+    Method(
+        "lns",
+        RoutedInstance,
+        ("cpsat",),
+        run_lns,
+        "large-neighbourhood search on the routed CP-SAT model (memory included): a block of "
+        "consecutive μops re-solved at a time, the rest fixed or shifted; fixed allocation",
+        params=LnsParams,
+        applies=_lns_applies,
+        prepare=_lns_warm_start,
+    )
+)

@@ -274,6 +274,37 @@ class RoutedModel:
                     m.add_hint(self.life[(tensor, c)], free)
         m.add_hint(self.T, sched.makespan(self.inst))
 
+    def neighbourhood(self, sched: RoutedSchedule, free: Any) -> Any:
+        """A copy of the model, hinted from ``sched``, where only the μops ``free`` (a boolean
+        mask, a block of consecutive starts) and the transfers timed among them may move
+        freely: μops and transfers that start before the block keep their times, those after
+        it move together by one shift ``δ ≤ 0`` (LNS; ``sched`` itself is the solution with
+        ``δ = 0``, so the copy is feasible).
+
+        .. math:: s_i = \\bar s_i \\ (\\bar s_i < a), \\qquad
+                  s_i = \\bar s_i + \\delta \\ (\\bar s_i \\ge b), \\qquad
+                  \\delta \\le 0
+        """
+        inst = self.inst
+        self.hint(sched)
+        m = self.model.clone()
+        free = np.asarray(free, dtype=bool)
+        a, b = int(sched.start[free].min()), int(sched.start[free].max())
+        delta = m.new_int_var(-self.H, 0, "delta")
+        for i in np.flatnonzero(~free).tolist():
+            v = int(sched.start[i])
+            m.add(self.s[i] == (v if v < a else v + delta))
+        tr = required_transfers(inst, sched.core)
+        for t in range(tr.size):
+            src, c = tr.key(t)
+            var = self.tstart[(src, -1 if src < 0 else int(sched.core[src]), c)]
+            v = int(sched.tstart[t])
+            if v < a:
+                m.add(var == v)
+            elif v > b:
+                m.add(var == v + delta)
+        return m
+
     def decode(self, solver: Any) -> RoutedSchedule:
         """The schedule in a solved ``CpSolver`` (or anything with ``value``/``boolean_value``)."""
         inst = self.inst

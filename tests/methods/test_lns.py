@@ -1,0 +1,79 @@
+"""``lns``: the large-neighbourhood search on the routed CP-SAT model, memory included."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from conftest import SHARED, needs_shared
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from npusched.formulations.scheduling.routed import RoutedModel
+from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
+from npusched.io import read_stream
+from npusched.methods import solve
+from npusched.solvers.cpsat import run_cpsat
+from npusched.solvers.result import Status
+from npusched.verify import check
+
+
+def _chain_of_pairs(n: int = 12):
+    """Pairs of independent μops on two cores, chained through 8-bit transfers."""
+    from npusched import Accelerator, SchedulingInstance, UopGraph
+    from npusched.problem.scheduling.routed import Link, RoutedInstance, Topology
+
+    links = (Link(0, 0, 1, 4.0), Link(1, 1, 0, 4.0), Link(2, 9, None, 2.0, offchip=True))
+    routes = {(0, 1): (0,), (1, 0): (1,), (9, 0): (2,), (9, 1): (2,), (0, 9): (2,), (1, 9): (2,)}
+    src = np.arange(n - 2)
+    g = UopGraph(np.arange(n) % 5 + 1, src, src + 2, np.full(n - 2, 8))
+    base = SchedulingInstance(g, Accelerator.identical(2))
+    mask = np.zeros((n, 2), dtype=bool)
+    mask[np.arange(n), np.arange(n) % 2] = True
+    return RoutedInstance(base, Topology(links, routes, 9), mask, capacity=np.array([24, 24]))
+
+
+def test_a_neighbourhood_keeps_the_current_schedule_feasible():
+    inst = _chain_of_pairs()
+    warm = memory_list_schedule(inst)
+    model = RoutedModel(inst, warm.makespan(inst))
+    free = np.zeros(inst.n, dtype=bool)
+    free[4:8] = True
+    status, solver, _ = run_cpsat(model.neighbourhood(warm, free), time_limit=10, threads=1,
+                                  seed=0)  # fmt: skip
+    assert status in (Status.OPTIMAL, Status.FEASIBLE)
+    sched = model.decode(solver)
+    assert check(inst, sched).ok and sched.makespan(inst) <= warm.makespan(inst)
+    kept = np.flatnonzero(warm.start < warm.start[free].min())
+    assert (sched.start[kept] == warm.start[kept]).all()  # what starts before is fixed
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(4, 16), st.integers(1, 6))
+def test_lns_answers_verify_and_never_lose_the_warm_start(n, window):
+    inst = _chain_of_pairs(n)
+    try:
+        warm = memory_list_schedule(inst)
+    except MemoryDeadlock:
+        return
+    res = solve(inst, "lns", time_limit=None, window=window, step=1.0, warm_start=warm)
+    assert check(inst, res.solution).ok
+    assert res.objective <= warm.makespan(inst) and res.bound == inst.lower_bound()
+    assert res.stats["neighbourhoods"] >= 1
+
+
+def test_lns_refuses_free_allocations_and_bad_options():
+    inst = _chain_of_pairs()
+    with pytest.raises(ValueError, match="fixed allocation"):
+        solve(replace(inst, allowed=None, capacity=None), "lns")
+    with pytest.raises(ValueError, match="window"):
+        solve(inst, "lns", window=0)
+
+
+@needs_shared
+def test_lns_on_stream_tiny_with_memory_holds_its_limit():
+    inst = read_stream(SHARED / "stream" / "tiny_res16_tpu_quad_core_fused.json", memory=True)
+    res = solve(inst, "lns", time_limit=8, threads=1, window=80, step=2)
+    assert check(inst, res.solution).ok and res.runtime_s <= 8 * 1.1 + 2
+    assert res.objective <= memory_list_schedule(inst).makespan(inst)
