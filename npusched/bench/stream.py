@@ -1,7 +1,7 @@
 """Stream's exports with memory enforced: the list schedulers against Stream's own schedule.
 
-    python -m npusched.bench.stream [--time-limit 60] [--threads 2] [--doc docs/results_stream.md]
-        [EXPORT.json ...]
+    python -m npusched.bench.stream [--time-limit 60] [--threads 2] [--ga 10,16]
+        [--doc docs/results_stream.md] [EXPORT.json ...]
 
 On each Stream export (default: the two shared ones) with Stream's allocation it runs
 
@@ -13,7 +13,9 @@ On each Stream export (default: the two shared ones) with Stream's allocation it
   the latency-priority list, and ``lns`` (the large-neighbourhood search on that model), each
   under ``--time-limit``;
 
-verifies every schedule against the instance *with* capacities, and prints a Markdown table:
+and with ``--ga G,P`` Stream's allocation GA (``npusched allocate``, limited to ``--time-limit``)
+followed by the list, ``joint`` and ``lns`` on its best allocation. It verifies every schedule
+against the instance *with* capacities, and prints a Markdown table:
 makespan, ratio to Stream's makespan, the instance's lower bound, each core's peak resident data
 over its capacity, whether the schedule passes verify with memory, and seconds (the bound: the
 instance's lower bound, or CP-SAT's where better). With ``--doc``
@@ -24,15 +26,18 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from npusched.bench.doc import publish
+from npusched.common.jsonio import read_json
 from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
-from npusched.io.stream import read_stream
+from npusched.io.stream import allocation_groups, read_stream, stream_from_dict
 from npusched.methods import solve
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
+from npusched.search.allocation import Units, run_ga
 from npusched.verify import check
 from npusched.verify.scheduling.routed import memory_peaks
 
@@ -40,12 +45,15 @@ SHARED = Path(__file__).resolve().parents[3] / "shared" / "benchmarks" / "stream
 EXPORTS = ("tiny_res16_tpu_quad_core_fused.json", "resnet18_tpu_quad_core_fused.json")
 
 
-def run_export(path: Path, time_limit: float = 60, threads: int = 2) -> list[dict[str, Any]]:
-    """One row per scheduler on the export at ``path`` (Stream's allocation, memory enforced)."""
-    inst = read_stream(path, memory=True)
-    stream = inst.source.get("stream_makespan")
+def run_export(
+    path: Path, time_limit: float = 60, threads: int = 2, ga: tuple[int, int] | None = None
+) -> list[dict[str, Any]]:
+    """Rows for the export at ``path`` with memory enforced: every scheduler on Stream's
+    allocation; with ``ga = (generations, population)`` also the allocation GA (its best
+    allocation's list schedule, the search limited to ``time_limit``) and ``joint`` and ``lns``
+    on that allocation."""
 
-    def exact(method: str) -> Any:
+    def exact(method: str) -> Runner:
         def run(i: RoutedInstance) -> tuple[RoutedSchedule, float | None]:
             res = solve(i, method, time_limit=time_limit, threads=threads)
             assert isinstance(res.solution, RoutedSchedule)
@@ -53,16 +61,47 @@ def run_export(path: Path, time_limit: float = 60, threads: int = 2) -> list[dic
 
         return run
 
-    rows = []
-    for name, run in (
+    def latency(i: RoutedInstance) -> tuple[RoutedSchedule, float | None]:
+        return memory_list_schedule(i, "latency"), None
+
+    inst = read_stream(path, memory=True)
+    rows = _rows(inst, "Stream's", [
         ("list, no memory", lambda i: (routed_list_schedule(i), None)),
-        ("list, memory, latency priority", lambda i: (memory_list_schedule(i, "latency"), None)),
+        ("list, memory, latency priority", latency),
         ("list, memory, memory priority", lambda i: (memory_list_schedule(i, "memory"), None)),
         (f"joint, memory, {time_limit:g} s", exact("joint")),
         (f"lns, memory, {time_limit:g} s", exact("lns")),
-    ):
+    ])  # fmt: skip
+    if ga is None:
+        return rows
+    data = read_json(path)
+    free = stream_from_dict(data, str(path), free_allocation=True, memory=True)
+    units = Units.of(free, allocation_groups(data))
+    t0 = time.perf_counter()
+    front = run_ga(free, units, ga[0], ga[1], seed=0, time_limit=time_limit)
+    ours = free.restricted(units.core_of(front.genomes[front.best()]))
+    ga_s = time.perf_counter() - t0
+    rows += _rows(ours, "GA's best", [
+        (f"GA {ga[0]}x{ga[1]} ({len(front.genomes)} allocations, {ga_s:.0f} s), list", latency),
+        (f"joint, memory, {time_limit:g} s", exact("joint")),
+        (f"lns, memory, {time_limit:g} s", exact("lns")),
+    ])  # fmt: skip
+    return rows
+
+
+Runner = Callable[[RoutedInstance], tuple[RoutedSchedule, float | None]]
+
+
+def _rows(
+    inst: RoutedInstance, allocation: str, runs: list[tuple[str, Runner]]
+) -> list[dict[str, Any]]:
+    """One verified row per ``(name, run)`` on ``inst``."""
+    stream = inst.source.get("stream_makespan")
+    rows = []
+    for name, run in runs:
         t0 = time.perf_counter()
-        row: dict[str, Any] = {"export": inst.name, "method": name, "stream": stream}
+        row: dict[str, Any] = {"export": inst.name, "allocation": allocation, "method": name,
+                               "stream": stream}  # fmt: skip
         try:
             sched, bound = run(inst)
         except MemoryDeadlock as err:
@@ -75,31 +114,42 @@ def run_export(path: Path, time_limit: float = 60, threads: int = 2) -> list[dic
         row["ratio"] = row["makespan"] / stream if stream else None
         row["bound"] = max(inst.lower_bound(), int(bound or 0))
         row["peaks"] = memory_peaks(inst, sched).tolist()
+        row["capacity"] = [] if inst.capacity is None else inst.capacity.tolist()
         rows.append(row)
     return rows
 
 
-def _peaks(inst_caps: list[int], peaks: list[int]) -> str:
-    return ", ".join(f"{p / c:.2f}" for p, c in zip(peaks, inst_caps, strict=True))
+def _peaks(capacity: list[int], peaks: list[int]) -> str:
+    return ", ".join(f"{p / c:.2f}" for p, c in zip(peaks, capacity, strict=True))
 
 
-def table(rows: list[dict[str, Any]], caps: dict[str, list[int]]) -> str:
+def table(rows: list[dict[str, Any]]) -> str:
     head = (
-        "| export | method | makespan | / Stream's | bound | peak / capacity per core | "
-        "verify with memory | s |\n| --- | --- | --- | --- | --- | --- | --- | --- |"
+        "| export | allocation | method | makespan | / Stream's | bound | peak / capacity per "
+        "core | verify with memory | s |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     )
     lines = [head]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['export']} | {r['method']} | – | – | – | {r['error']} | – | – |")
+            lines.append(f"| {r['export']} | {r['allocation']} | {r['method']} | – | – | – | "
+                         f"{r['error']} | – | – |")  # fmt: skip
             continue
         ratio = "–" if r["ratio"] is None else f"{r['ratio']:.3f}"
         lines.append(
-            f"| {r['export']} | {r['method']} | {r['makespan']} | {ratio} | {r['bound']} | "
-            f"{_peaks(caps[r['export']], r['peaks'])} | {'ok' if r['ok'] else 'FAILED'} | "
+            f"| {r['export']} | {r['allocation']} | {r['method']} | {r['makespan']} | {ratio} | "
+            f"{r['bound']} | "
+            f"{_peaks(r['capacity'], r['peaks'])} | {'ok' if r['ok'] else 'FAILED'} | "
             f"{r['seconds']:.2f} |"
         )
     return "\n".join(lines)
+
+
+def _pair(text: str) -> tuple[int, int]:
+    """``G,P``: generations and population, two positive integers."""
+    parts = text.split(",")
+    if len(parts) != 2 or not all(v.strip().isdecimal() and int(v) > 0 for v in parts):
+        raise argparse.ArgumentTypeError(f"expected GENERATIONS,POPULATION, got {text!r}")
+    return int(parts[0]), int(parts[1])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,17 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("exports", nargs="*", type=Path, help="Stream exports (default: shared)")
     p.add_argument("--time-limit", type=float, default=60.0, help="joint's seconds (60)")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--ga", type=_pair, help="G,P: also search allocations (Stream's GA)")
     p.add_argument("--doc", type=Path, help="Markdown file whose tables block is replaced")
     args = p.parse_args(argv)
     paths = args.exports or [SHARED / name for name in EXPORTS]
-    rows: list[dict[str, Any]] = []
-    caps: dict[str, list[int]] = {}
-    for path in paths:
-        inst: RoutedInstance = read_stream(path, memory=True)
-        assert inst.capacity is not None
-        caps[inst.name] = inst.capacity.tolist()
-        rows += run_export(path, args.time_limit, args.threads)
-    publish(table(rows, caps), args.doc)
+    rows = [r for path in paths for r in run_export(path, args.time_limit, args.threads, args.ga)]
+    publish(table(rows), args.doc)
     return 0
 
 

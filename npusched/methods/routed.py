@@ -108,9 +108,10 @@ def _lns_answer(instance: RoutedInstance, params: LnsParams, ctx: Context) -> Re
     rng = np.random.default_rng(ctx.seed)
     n, size = instance.n, min(params.window, instance.n)
     rounds = improved = 0
-    trace = [TracePoint(0.0, best.makespan(instance), instance.lower_bound())]
+    trace = [TracePoint(0.0, best.makespan(instance), instance.lower_bound())]  # the warm start
     t0 = time.perf_counter()
-    while (ctx.remaining() or params.step) > 0.5:
+    lb = instance.lower_bound()
+    while (ctx.remaining() or params.step) > 0.5 and best.makespan(instance) > lb:
         order = np.argsort(best.start, kind="stable")
         k = int(rng.integers(0, n - size + 1))
         free = np.zeros(n, dtype=bool)
@@ -127,7 +128,6 @@ def _lns_answer(instance: RoutedInstance, params: LnsParams, ctx: Context) -> Re
                                         instance.lower_bound()))  # fmt: skip
         if ctx.deadline is None and rounds >= n // size + 1:
             break  # without a limit: about one pass over the schedule
-    lb = instance.lower_bound()
     ms = best.makespan(instance)
     return Result(
         Status.OPTIMAL if ms == lb else Status.FEASIBLE, "lns", "cpsat", ms, lb, solution=best,

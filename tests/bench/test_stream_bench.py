@@ -1,8 +1,9 @@
 """``python -m npusched.bench.stream``: every scheduler's row on an export, verified with memory,
-and the table written between the markers of a Markdown file."""
+the GA's rows, and the table written between the markers of a Markdown file."""
 
 from __future__ import annotations
 
+import pytest
 from conftest import ROOT
 
 from npusched.bench.stream import main, run_export
@@ -11,18 +12,22 @@ MINI = ROOT / "tests" / "data" / "good" / "stream_mini.json"
 
 
 def test_rows_are_verified_with_memory_and_written_into_the_doc(tmp_path, capsys):
-    rows = run_export(MINI, time_limit=5, threads=1)
-    assert [r["method"] for r in rows][1:] == [
-        "list, memory, latency priority",
-        "list, memory, memory priority",
-        "joint, memory, 5 s",
-        "lns, memory, 5 s",
+    rows = run_export(MINI, time_limit=2, threads=1, ga=(2, 4))
+    assert [(r["allocation"], r["method"]) for r in rows][1:5] == [
+        ("Stream's", "list, memory, latency priority"),
+        ("Stream's", "list, memory, memory priority"),
+        ("Stream's", "joint, memory, 2 s"),
+        ("Stream's", "lns, memory, 2 s"),
     ]
+    assert [r["allocation"] for r in rows[5:]] == ["GA's best"] * 3
     for r in rows[1:]:
         assert r["ok"] and r["makespan"] >= r["bound"]
+        assert all(p <= c for p, c in zip(r["peaks"], r["capacity"], strict=True))
     doc = tmp_path / "results.md"
     doc.write_text("# prose\n<!-- tables -->\nold\n<!-- /tables -->\nafter\n")
     assert main([str(MINI), "--time-limit", "2", "--threads", "1", "--doc", str(doc)]) == 0
     text = doc.read_text()
     assert text.startswith("# prose\n") and text.endswith("after\n") and "old" not in text
     assert text.count("| stream_mini |") == 5 == capsys.readouterr().out.count("| stream_mini |")
+    with pytest.raises(SystemExit):
+        main([str(MINI), "--ga", "3"])

@@ -60,7 +60,7 @@ def test_lns_answers_verify_and_never_lose_the_warm_start(n, window):
     res = solve(inst, "lns", time_limit=None, window=window, step=1.0, warm_start=warm)
     assert check(inst, res.solution).ok
     assert res.objective <= warm.makespan(inst) and res.bound == inst.lower_bound()
-    assert res.stats["neighbourhoods"] >= 1
+    assert res.stats["neighbourhoods"] >= 1 or res.objective == res.bound  # none when optimal
 
 
 def test_lns_refuses_free_allocations_and_bad_options():
