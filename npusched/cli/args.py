@@ -107,9 +107,10 @@ def executor_spec(text: str) -> str:
 
 CONTENTION = "transfers hold the links of their XY route, one at a time per link (routed)"
 FREE = "Stream export: any core in each CN's possible_cores (default: Stream's allocation)"
-MEMORY = (
-    "Stream export: each compute core's memory is a hard capacity at every instant (the list "
-    "method then schedules with Stream's latency or memory priority; default: no limit)"
+NO_MEMORY = (
+    "Stream export: give cores no memory capacity (by default each compute core's top memory is a "
+    "hard capacity at every instant, and list scheduling takes Stream's latency or memory "
+    "priority)"
 )
 
 
@@ -165,7 +166,7 @@ BIG_FILE = 20_000_000
 
 
 def load(
-    path: str, cores: int | None = None, free_allocation: bool = False, memory: bool = False
+    path: str, cores: int | None = None, free_allocation: bool = False, no_memory: bool = False
 ) -> SchedulingInstance | PlacementInstance | RoutedInstance:
     """:func:`npusched.io.load_instance`, announced on stderr for a big file (reading and
     validating 10⁸ bytes takes seconds; the row form minutes, the columnar form far less)."""
@@ -174,4 +175,4 @@ def load(
     size = os.path.getsize(path) if os.path.isfile(path) else 0
     if size > BIG_FILE:
         print(f"npusched: reading {path} ({size / 1e6:.0f} MB) ...", file=sys.stderr, flush=True)
-    return load_instance(path, cores, free_allocation, memory)
+    return load_instance(path, cores, free_allocation, False if no_memory else None)

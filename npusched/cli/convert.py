@@ -9,7 +9,7 @@ from typing import Any
 from npusched.cli.args import (
     CONTENTION,
     FREE,
-    MEMORY,
+    NO_MEMORY,
     flag,
     mesh,
     output_file,
@@ -34,7 +34,7 @@ def run_qaplib(args: argparse.Namespace) -> int:
 def run_stream(args: argparse.Namespace) -> int:
     from npusched.io import read_stream, write_instance
 
-    inst = read_stream(args.file, args.free_allocation, args.memory)
+    inst = read_stream(args.file, args.free_allocation, not args.no_memory)
     write_instance(inst, args.output)
     print(
         f"wrote {args.output}: {inst.n} CNs, {inst.graph.num_edges} edges, {inst.m} compute "
@@ -139,6 +139,6 @@ def add_parser(sub: Any) -> None:
     stream = csub.add_parser("stream", help="Stream framework export (stream_instance/v1)")
     stream.add_argument("file")
     flag(stream, "--free-allocation", FREE)
-    flag(stream, "--memory", MEMORY)
+    flag(stream, "--no-memory", NO_MEMORY)
     stream.add_argument("-o", "--output", type=output_file, required=True)
     stream.set_defaults(func=run_stream)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from npusched.cli.args import FREE, MEMORY, flag, positive_int
+from npusched.cli.args import FREE, NO_MEMORY, flag, positive_int
 
 
 def instance_info(inst) -> dict:
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from npusched.cli.args import load
     from npusched.problem.placement import PlacementInstance
 
-    inst = load(args.instance, args.cores, args.free_allocation, args.memory)
+    inst = load(args.instance, args.cores, args.free_allocation, args.no_memory)
     if isinstance(inst, PlacementInstance):
         raise ValueError("info describes scheduling instances; this is a placement instance")
     info = instance_info(inst)
@@ -54,6 +54,6 @@ def add_parser(sub: Any) -> None:
     i.add_argument("instance", help="instance .json, Stream export, or .stg with --cores")
     i.add_argument("--cores", type=positive_int, help="number of cores for an .stg file")
     flag(i, "--free-allocation", FREE)
-    flag(i, "--memory", MEMORY)
+    flag(i, "--no-memory", NO_MEMORY)
     flag(i, "--json", "print one JSON object")
     i.set_defaults(func=run)

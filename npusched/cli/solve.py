@@ -8,7 +8,7 @@ from typing import Any
 
 from npusched.cli.args import (
     FREE,
-    MEMORY,
+    NO_MEMORY,
     beta,
     flag,
     given,
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
     from npusched.verify import check
 
-    inst = load(args.instance, args.cores, args.free_allocation, args.memory)
+    inst = load(args.instance, args.cores, args.free_allocation, args.no_memory)
     res = solve(
         inst,
         args.method,
@@ -164,7 +164,7 @@ def add_parser(sub: Any) -> None:
     s.add_argument("instance", help="instance .json, QAPLIB .dat, or .stg with --cores")
     s.add_argument("--cores", type=positive_int, help="number of cores for an .stg file")
     flag(s, "--free-allocation", FREE)
-    flag(s, "--memory", MEMORY)
+    flag(s, "--no-memory", NO_MEMORY)
     s.add_argument(
         "--method",
         choices=sorted(METHODS),

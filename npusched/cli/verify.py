@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from npusched.cli.args import FREE, MEMORY, flag, positive_int
+from npusched.cli.args import FREE, NO_MEMORY, flag, positive_int
 
 
 def run(args: argparse.Namespace) -> int:
@@ -15,7 +15,7 @@ def run(args: argparse.Namespace) -> int:
     from npusched.problem.placement import Placement
     from npusched.verify import check
 
-    inst = load(args.instance, args.cores, args.free_allocation, args.memory)
+    inst = load(args.instance, args.cores, args.free_allocation, args.no_memory)
     solution, data = read_solution(args.solution, inst)
     kind = data.get("kind", "dag_schedule")
     claimed = data.get("makespan") if kind == "dag_schedule" else data.get("noc_cost")
@@ -44,5 +44,5 @@ def add_parser(sub: Any) -> None:
     v.add_argument("solution", help="solution .json (DESIGN's contract)")
     v.add_argument("--cores", type=positive_int, help="number of cores for an .stg file")
     flag(v, "--free-allocation", FREE)
-    flag(v, "--memory", MEMORY)
+    flag(v, "--no-memory", NO_MEMORY)
     v.set_defaults(func=run)

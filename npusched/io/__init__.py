@@ -21,13 +21,17 @@ from npusched.problem.scheduling.routed import RoutedInstance
 
 
 def load_instance(
-    path: str | Path, cores: int | None = None, free_allocation: bool = False, memory: bool = False
+    path: str | Path,
+    cores: int | None = None,
+    free_allocation: bool = False,
+    memory: bool | None = None,
 ) -> SchedulingInstance | PlacementInstance | RoutedInstance:
     """Read an instance by its suffix and format: ``.stg`` (needs ``cores``), QAPLIB ``.dat``,
     MSPCD ``.td`` (``cores`` overrides the file name's processor count), or
     ``.json`` (``npusched/instance/v1``, ``npusched/placement/v1`` or a Stream export
     ``stream_instance/v1``, with Stream's allocation unless ``free_allocation``, and its cores'
-    memories as capacities with ``memory``)."""
+    memories as capacities unless ``memory`` is ``False``; ``None``: the format's default, on
+    for Stream exports)."""
     path = Path(path)
     if path.suffix == ".stg":
         if cores is None:
@@ -41,8 +45,8 @@ def load_instance(
     if isinstance(data, dict) and data.get("format") == "npusched/placement/v1":
         return placement_from_dict(data, str(path))
     if isinstance(data, dict) and data.get("schema") == "stream_instance/v1":
-        return stream_from_dict(data, str(path), free_allocation, memory)
-    for name, given in (("--free-allocation", free_allocation), ("--memory", memory)):
+        return stream_from_dict(data, str(path), free_allocation, memory is not False)
+    for name, given in (("--free-allocation", free_allocation), ("--no-memory", memory is False)):
         if given:
             raise InputError(path, name, "applies to Stream exports only")
     return instance_from_dict(data, str(path))

@@ -17,8 +17,8 @@ What is taken from the export:
 - **Allocation**: Stream's own (``stream_solution.allocation``, else ``chosen_core``) or, with
   ``free_allocation``, any core in each CN's ``possible_cores``.
 - Stream's makespan is kept in ``source["stream_makespan"]`` for comparison, the cores' top-level
-  memory sizes in ``source["memory_bits"]``; with ``memory`` they are the cores' ``capacity``
-  (enforced by the memory-aware list scheduler and checked by verify). Each CN's ``layer_id`` is
+  memory sizes in ``source["memory_bits"]``; with ``memory`` (the default) they are the cores'
+  ``capacity`` (enforced by the scheduling methods and checked by verify). Each CN's ``layer_id`` is
   its μop's ``layer``; a CN whose cost on its core lists ``too_large_operands`` is ``streamed``
   (its operands stay in DRAM; in both exports such CNs list all of theirs). Without ``memory``
   the routed model does not limit memory (see
@@ -71,7 +71,7 @@ def _topology(data: dict[str, Any], path: str) -> Topology:
 
 
 def stream_from_dict(
-    data: Any, path: str = "<memory>", free_allocation: bool = False, memory: bool = False
+    data: Any, path: str = "<memory>", free_allocation: bool = False, memory: bool = True
 ) -> RoutedInstance:
     """Build the routed instance of a Stream export (see the module docstring)."""
     validate(data, "stream_export.schema.json", path)
@@ -211,7 +211,7 @@ def allocation_groups(data: dict[str, Any]) -> np.ndarray:
 
 
 def read_stream(
-    path: str | Path, free_allocation: bool = False, memory: bool = False
+    path: str | Path, free_allocation: bool = False, memory: bool = True
 ) -> RoutedInstance:
     """Read a Stream export file."""
     return stream_from_dict(read_json(path), str(path), free_allocation, memory)

@@ -35,7 +35,10 @@ class RoutedModel:
 
     def __init__(self, inst: RoutedInstance, horizon: int) -> None:
         if inst.capacity is not None and not inst.fixed_allocation:
-            raise ValueError("memory capacities are modelled for a fixed allocation only")
+            raise ValueError(
+                "memory capacities are modelled for a fixed allocation only (pass --no-memory "
+                "with --free-allocation, or search allocations with npusched allocate)"
+            )
         self.inst, self.H = inst, int(horizon)
         self.model = cp_model.CpModel()
         self.life: dict[tuple[int, int], Any] = {}

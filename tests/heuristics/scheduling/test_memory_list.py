@@ -164,22 +164,27 @@ def _mini(tmp_path, change=None) -> str:
 
 
 def test_cli_memory_round_trip_and_bad_memories(tmp_path):
+    """Memory is on by default for Stream exports; --no-memory gives today's model back."""
     good = _mini(tmp_path)
-    out = tmp_path / "inst.json"
-    assert run_cli("convert", "stream", good, "--memory", "-o", out).returncode == 0
+    out, plain = tmp_path / "inst.json", tmp_path / "plain.json"
+    assert run_cli("convert", "stream", good, "-o", out).returncode == 0
+    assert run_cli("convert", "stream", good, "--no-memory", "-o", plain).returncode == 0
     inst = load_instance(out)
-    assert inst.capacity.tolist() == read_stream(good, memory=True).capacity.tolist()
+    assert inst.capacity.tolist() == read_stream(good).capacity.tolist()
+    assert load_instance(plain).capacity is None
     r = run_cli("solve", out, "--method", "list", "--out", tmp_path / "sol.json")
     assert r.returncode == 0 and "memory enforced" in r.stdout
     assert json.loads((tmp_path / "sol.json").read_text())["memory"]
+    r = run_cli("solve", plain, "--no-memory")  # an instance document is not a Stream export
+    assert r.returncode == 2 and "--no-memory: applies to Stream exports only" in r.stderr
     for bad, why in (([{"name": "sram", "size_bits": 0}], "compute core 0 has no memory size"),
                      ([{"name": "sram", "size_bits": 100}], "core 0: μop")):  # fmt: skip
         path = _mini(tmp_path, {0: bad})
-        r = run_cli("solve", path, "--memory", "--method", "list", "--out", tmp_path / "x.json")
+        r = run_cli("solve", path, "--method", "list", "--out", tmp_path / "x.json")
         assert r.returncode == 2 and why in r.stderr and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
         assert not (tmp_path / "x.json").exists()
-        assert run_cli("solve", path, "--method", "list").returncode == 0  # without --memory
+        assert run_cli("solve", path, "--method", "list", "--no-memory").returncode == 0
 
 
 def test_joint_keeps_the_memories_and_proves_the_wait_by_hand():
