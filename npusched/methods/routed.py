@@ -54,7 +54,7 @@ def run_routed(instance: RoutedInstance, ctx: Context) -> Result:
 
 
 def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
-    from npusched.solvers.cpsat import run_cpsat
+    from npusched.solvers.cpsat import cpsat_result, run_cpsat
 
     warm = ctx.warm_start
     model = RoutedModel(instance, warm.makespan(instance))
@@ -62,18 +62,7 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
     stats = {"intervals_on_links": sum(len(v) for v in model.res_intervals.values())}
     kw: dict[str, Any] = dict(threads=ctx.threads, seed=ctx.seed, log=ctx.log)
     status, solver, rec = run_cpsat(model.model, time_limit=ctx.remaining(), **kw)
-    if status not in (Status.OPTIMAL, Status.FEASIBLE):  # CP-SAT's bound still holds
-        return Result(status, "joint", "cpsat", bound=rec.bound, trace=rec.points, stats=stats)
-    return Result(
-        status,
-        "joint",
-        "cpsat",
-        solver.objective_value,
-        solver.best_objective_bound,
-        solution=model.decode(solver),
-        trace=rec.points,
-        stats=stats,
-    )
+    return cpsat_result("joint", status, solver, rec, model.decode, stats)
 
 
 @dataclass(frozen=True)

@@ -250,30 +250,19 @@ def _run_cpsat(
 
 
 def _cpsat_answer(instance: SchedulingInstance, ctx: Context) -> Result:
-    from npusched.solvers.cpsat import run_cpsat
+    from npusched.solvers.cpsat import cpsat_result, run_cpsat
 
     warm, limit = ctx.warm_start, ctx.remaining()
     model = IntervalModel(instance, warm.makespan(instance))
     model.hint(warm)
     kw = dict(threads=ctx.threads, seed=ctx.seed, log=ctx.log, params=model.PARAMETERS)
     status, solver, rec = run_cpsat(model.model, time_limit=limit, **kw)  # type: ignore[arg-type]
-    if status not in (Status.OPTIMAL, Status.FEASIBLE):  # CP-SAT's bound still holds
-        return Result(status, "cpsat", "cpsat", bound=rec.bound, trace=rec.points)
     stats = {
         "horizon": model.windows.horizon,
         "branches": solver.num_branches,
         "conflicts": solver.num_conflicts,
     }
-    return Result(
-        status,
-        "cpsat",
-        "cpsat",
-        solver.objective_value,
-        solver.best_objective_bound,
-        solution=model.decode(solver),
-        trace=rec.points,
-        stats=stats,
-    )
+    return cpsat_result("cpsat", status, solver, rec, model.decode, stats)
 
 
 def _run_twostage(

@@ -9,7 +9,7 @@ from ortools.sat.python import cp_model
 
 from npusched.solvers.common import RawOutput, TraceRecorder, run_within
 from npusched.solvers.linear import LinearModel
-from npusched.solvers.result import Status
+from npusched.solvers.result import Result, Status
 
 _BIG = 2**40
 
@@ -156,3 +156,22 @@ def run_cpsat_within(
     status, solution, objective, bound, wall, points = out
     values = Values(solution, objective, bound, wall) if solution else None
     return status, values, points
+
+
+def cpsat_result(
+    method: str,
+    status: Status,
+    solver: cp_model.CpSolver,
+    rec: TraceRecorder,
+    decode: Any,
+    stats: dict[str, Any] | None = None,
+) -> Result:
+    """The :class:`Result` of a :func:`run_cpsat` run: CP-SAT's value, bound and trace, and the
+    solution ``decode(solver)`` when it found one (without one, its bound still holds)."""
+    if status not in (Status.OPTIMAL, Status.FEASIBLE):
+        return Result(status, method, "cpsat", bound=rec.bound, trace=rec.points,
+                      stats=stats or {})  # fmt: skip
+    return Result(
+        status, method, "cpsat", solver.objective_value, solver.best_objective_bound,
+        solution=decode(solver), trace=rec.points, stats=stats or {},
+    )  # fmt: skip
