@@ -108,14 +108,20 @@ def _applies(
     comm_delays: bool = False,
     routing: bool = False,
     network: bool = False,
+    memory_fixed: bool = False,
 ) -> Callable[[Any], str | None]:
     """``applies`` of a scheduling method from what it needs (identical cores, a mesh, any
     network: mesh or hypercube) and what it handles (transfer delays, routed links; every method
-    of routed instances handles their memory capacities)."""
+    of routed instances handles their memory capacities, ``memory_fixed`` ones for a fixed
+    allocation only)."""
 
     def applies(problem: Any) -> str | None:
         if isinstance(problem, RoutedInstance):
-            return None if routing else "it does not model transfers on shared links"
+            if not routing:
+                return "it does not model transfers on shared links"
+            if memory_fixed and problem.capacity is not None and not problem.fixed_allocation:
+                return "with memory capacities it needs a fixed allocation: pass --no-memory"
+            return None
         acc = problem.accelerator
         if (
             (mesh and acc.cells() is None)
@@ -456,7 +462,7 @@ register(
         "joint schedule + mapping + NoC delays, Klotski eq. 15 (T + beta C, or lexicographic); "
         "on routed instances transfers on links with NoOverlap per link",
         params=JointParams,
-        applies=_applies(network=True, comm_delays=True, routing=True),
+        applies=_applies(network=True, comm_delays=True, routing=True, memory_fixed=True),
         prepare=_warm_start,
         default_for=(RoutedInstance,),
     )

@@ -130,7 +130,7 @@ def test_solve_takes_streams_priorities():
         assert res.stats["priority"] in ("latency", "memory")
     with pytest.raises(ValueError, match="priority latency or memory"):
         solve(inst, "list", priority="asap")
-    with pytest.raises(ValueError, match="fixed allocation only"):  # joint with memory
+    with pytest.raises(ValueError, match="needs a fixed allocation: pass --no-memory"):
         solve(replace(inst, allowed=None), "joint", warm_start=solve(inst, "list").solution)
 
 
