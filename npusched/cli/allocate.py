@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from npusched.common.executor import open_executor
     from npusched.common.jsonio import read_json, write_json
     from npusched.io import write_instance, write_solution
-    from npusched.io.stream import allocation_groups, stream_from_dict
+    from npusched.io.stream import allocation_groups, cn_energy, stream_from_dict
     from npusched.methods import solve
     from npusched.plot import pareto_front
     from npusched.search.allocation import Units, run_ga, score
@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     data = read_json(args.export)
     inst = stream_from_dict(data, str(args.export), free_allocation=True, memory=True)
     units = Units.of(inst, allocation_groups(data))
+    energy = None if args.no_energy else cn_energy(data)
     ref = None
     if inst.preferred is not None:
         ms, peak, ok = score(inst, inst.preferred)
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     spec = args.executor if args.workers != 1 or args.executor.startswith("dask://") else "serial"
     with open_executor(spec, args.workers) as executor:
         front = run_ga(inst, units, args.generations, args.population, args.seed, executor,
-                       progress, args.time_limit)  # fmt: skip
+                       progress, args.time_limit, energy)  # fmt: skip
     bar.close()
     if not front.front.size:
         raise ValueError("no allocation found whose schedule fits the memories without eviction")
@@ -56,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     write_solution(out / "solution.json", fixed, res, "instance.json")
     write_json(out / "front.json", report(inst, units, front, ref, args))
     pareto_front(front.makespan, front.peak, front.front, out / "front.png", ref,
-                 f"{inst.name}: {len(front.genomes)} allocations", inst.data_unit)  # fmt: skip
+                 f"{inst.name}: {len(front.genomes)} allocations", inst.data_unit,
+                 front.energy)  # fmt: skip
     stream = inst.source.get("stream_makespan")
     ratio = f" ({res.objective / stream:.3f}x Stream's)" if stream and res.objective else ""
     print(
@@ -88,14 +90,20 @@ def report(inst: Any, units: Any, front: Any, ref: Any, args: argparse.Namespace
         "generations": args.generations,
         "population": args.population,
         "seed": args.seed,
-        "objectives": ["makespan (cycles)", f"peak memory, all cores ({inst.data_unit})"],
+        "objectives": ["makespan (cycles)", f"peak memory, all cores ({inst.data_unit})"]
+        + ([] if front.energy is None else ["compute energy (the export's unit)"]),
         "stream_makespan": inst.source.get("stream_makespan"),
         "stream_allocation": None if ref is None else {"makespan": ref[0], "peak": ref[1]},
         "evaluated": int(len(front.genomes)),
         "infeasible": int((~front.feasible).sum()),
         "best_makespan_per_generation": front.history,
         "front": [
-            {"makespan": front.makespan[k], "peak": front.peak[k], "allocation": allocation(k)}
+            {
+                "makespan": front.makespan[k],
+                "peak": front.peak[k],
+                **({} if front.energy is None else {"energy": front.energy[k]}),
+                "allocation": allocation(k),
+            }  # fmt: skip
             for k in front.front[front.makespan[front.front].argsort()].tolist()
         ],
     }
@@ -116,5 +124,8 @@ def add_parser(sub: Any) -> None:
                    help="local (a process pool) or dask://HOST:PORT")  # fmt: skip
     a.add_argument("--workers", type=positive_int, default=1,
                    help="local processes for a generation (default 1: this one)")  # fmt: skip
+    a.add_argument("--no-energy", action="store_true",
+                   help="leave out the third objective, the CNs' energy (used where the export "
+                   "gives it)")  # fmt: skip
     a.add_argument("--out-dir", type=output_dir, required=True)
     a.set_defaults(func=run)

@@ -210,6 +210,23 @@ def allocation_groups(data: dict[str, Any]) -> np.ndarray:
     return np.array([int(cn.get("group", 0)) for cn in data["cns"]], dtype=np.int64)
 
 
+def cn_energy(data: dict[str, Any]) -> np.ndarray | None:
+    """Each CN's ``energy_total`` on each compute core (``inf`` where it may not run), in the
+    order of the export's ``cns`` and its compute cores; ``None`` when a CN lacks it on one of
+    its possible cores."""
+    cores = [int(c["id"]) for c in data["cores"] if not c["is_offchip"]]
+    table = np.full((len(data["cns"]), len(cores)), np.inf)
+    for i, cn in enumerate(data["cns"]):
+        for k, c in enumerate(cores):
+            cost = cn["cost_per_core"].get(str(c))
+            if c in cn["possible_cores"]:
+                value = None if cost is None else cost.get("energy_total")
+                if not isinstance(value, int | float) or not np.isfinite(value) or value < 0:
+                    return None
+                table[i, k] = float(value)
+    return table
+
+
 def read_stream(
     path: str | Path, free_allocation: bool = False, memory: bool = True
 ) -> RoutedInstance:

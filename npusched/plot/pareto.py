@@ -19,17 +19,24 @@ def pareto_front(
     reference: tuple[float, float] | None = None,
     title: str = "",
     unit: str = "bits",
+    energy: np.ndarray | None = None,
 ) -> plt.Figure:
-    """Scatter of ``(makespan, peak)`` of every feasible allocation, the front (indices
-    ``front``) joined as a staircase, and ``reference`` marked. Returns the figure; saves a PNG
-    at ``path``."""
+    """Scatter of ``(makespan, peak)`` of every feasible allocation and the front (indices
+    ``front``; joined as a staircase when it is the front of these two objectives alone, else
+    coloured by ``energy``, the third), with ``reference`` marked. Returns the figure; saves a
+    PNG at ``path``."""
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     ok = np.isfinite(makespan) & np.isfinite(peak)
     ax.scatter(makespan[ok], peak[ok], s=12, color="0.6", label=f"evaluated ({int(ok.sum())})")
     order = front[np.argsort(makespan[front])]
-    ax.step(makespan[order], peak[order], where="post", color="tab:blue", lw=1)
-    ax.scatter(makespan[order], peak[order], s=30, color="tab:blue",
-               label=f"Pareto front ({order.size})")  # fmt: skip
+    label = f"Pareto front ({order.size})"
+    if energy is None:
+        ax.step(makespan[order], peak[order], where="post", color="tab:blue", lw=1)
+        ax.scatter(makespan[order], peak[order], s=30, color="tab:blue", label=label)
+    else:
+        dots = ax.scatter(makespan[order], peak[order], s=30, c=energy[order], cmap="viridis",
+                          label=label + ", with energy")  # fmt: skip
+        fig.colorbar(dots, ax=ax, label="compute energy")
     if reference is not None:
         ax.scatter([reference[0]], [reference[1]], marker="*", s=160, color="tab:red",
                    label="Stream's allocation", zorder=3)  # fmt: skip

@@ -25,8 +25,9 @@ are not permutations, that is two-point crossover (pymoo's ``TwoPointCrossover``
 NSGA-II's (non-dominated sorting, crowding distance). The first individual is Stream's own
 allocation (the instance's ``preferred``), the others are drawn at random.
 
-Not in Stream's GA: energy (the exports have a per-CN energy, but transfers and memories carry
-none here, so an energy objective would compare unlike sums).
+With ``energy`` (an ``(n, cores)`` table of each CN's energy on each core, as Stream's exports
+give it) a third objective is the allocation's compute energy, ``Σ_i energy[i, core(i)]``. It is
+a part of Stream's energy: transfers and memory accesses carry no energy here.
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ class Front:
     feasible: np.ndarray
     front: np.ndarray  # indices of the non-dominated feasible genomes
     history: list[float] = field(default_factory=list)  # best makespan after each generation
+    energy: np.ndarray | None = None  # compute energy of each genome, when it is an objective
 
     def best(self) -> int:
         """The feasible genome with the shortest makespan (then the lowest peak)."""
@@ -160,6 +162,7 @@ def run_ga(
     executor: Executor | None = None,
     progress: Callable[[int, float], None] | None = None,
     time_limit: float | None = None,
+    energy: np.ndarray | None = None,
 ) -> Front:
     """NSGA-II over the units' cores (see the module docstring); ``executor`` evaluates each
     generation's individuals (``None``: in this process). With ``time_limit`` (seconds) no
@@ -176,8 +179,8 @@ def run_ga(
 
     class Allocation(Problem):
         def __init__(self) -> None:
-            super().__init__(n_var=int(genes.size), n_obj=2, n_ieq_constr=1, xl=0, xu=sizes - 1,
-                             vtype=int)  # fmt: skip
+            super().__init__(n_var=int(genes.size), n_obj=2 + (energy is not None),
+                             n_ieq_constr=1, xl=0, xu=sizes - 1, vtype=int)  # fmt: skip
 
         def _evaluate(self, X: np.ndarray, out: dict[str, Any], *args: Any, **kw: Any) -> None:
             X = np.rint(X).astype(np.int64)
@@ -186,9 +189,13 @@ def run_ga(
             values = executor.map(job, arrays) if executor is not None else map(job, arrays)
             seen.update(zip(todo, values, strict=True))
             res = [seen[tuple(r)] for r in X.tolist()]
-            big = max([v for r in seen.values() if r[2] for v in r[:2]], default=1.0) * 10
-            out["F"] = np.array([[r[0], r[1]] if r[2] else [big, big] for r in res])
-            out["G"] = np.array([[0.0 if r[2] else 1.0] for r in res])
+            f = np.array([[r[0], r[1]] for r in res]).reshape(len(res), 2)
+            if energy is not None:
+                f = np.column_stack([f, [compute_energy(units, x, energy) for x in X]])
+            fits = np.array([r[2] for r in res], dtype=bool)
+            f[~fits] = 1e30  # ranked by their constraint violation first anyway
+            out["F"] = f
+            out["G"] = np.where(fits, 0.0, 1.0)[:, None]
             ok = [r[0] for r in seen.values() if r[2]]
             history.append(min(ok) if ok else float("inf"))
             if progress is not None:
@@ -217,10 +224,21 @@ def run_ga(
     keys = list(seen)
     vals = np.array([seen[k] for k in keys], dtype=float)
     feasible = vals[:, 2].astype(bool)
+    genomes = np.array(keys, dtype=np.int64)
     f = vals[:, :2]
+    spent = None
+    if energy is not None:
+        spent = np.array([compute_energy(units, x, energy) for x in genomes])
+        f = np.column_stack([f, spent])
     ok = np.flatnonzero(feasible)
     front = ok[non_dominated(f[ok])] if ok.size else np.array([], dtype=np.int64)
-    return Front(np.array(keys, dtype=np.int64), f[:, 0], f[:, 1], feasible, front, history)
+    return Front(genomes, f[:, 0], f[:, 1], feasible, front, history, spent)
+
+
+def compute_energy(units: Units, x: np.ndarray, energy: np.ndarray) -> float:
+    """Compute energy of genome ``x``: each CN's energy on its core."""
+    core = units.core_of(x)
+    return float(energy[np.arange(core.size), core].sum())
 
 
 class _StreamMutation(Mutation):

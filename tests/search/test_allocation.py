@@ -13,7 +13,7 @@ from npusched.common.executor import open_executor
 from npusched.common.jsonio import read_json
 from npusched.heuristics.scheduling.memory_list import memory_list_schedule
 from npusched.io import load_instance
-from npusched.io.stream import allocation_groups, stream_from_dict
+from npusched.io.stream import allocation_groups, cn_energy, stream_from_dict
 from npusched.search.allocation import Units, evaluate, non_dominated, peak_total, run_ga
 from npusched.verify import check
 
@@ -89,3 +89,20 @@ def test_allocate_verb_writes_a_verified_front(tmp_path):
     assert v.returncode == 0, v.stdout + v.stderr
     bad = run_cli("allocate", ROOT / "instances" / "examples" / "twelve.json", "--out-dir", out)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_energy_is_an_objective_where_the_export_gives_it():
+    assert cn_energy(read_json(MINI)) is None  # no energy_total in the small export
+    if not TINY.is_file():
+        pytest.skip(f"{TINY} not found")
+    data = read_json(TINY)
+    table = cn_energy(data)
+    inst, units = _load(TINY)
+    assert table is not None and (np.isfinite(table) == inst.mask).all()
+    front = run_ga(inst, units, generations=2, population=6, seed=0, energy=table)
+    assert front.energy is not None
+    for k in front.front.tolist():
+        core = units.core_of(front.genomes[k])
+        assert front.energy[k] == pytest.approx(table[np.arange(inst.n), core].sum())
+    f = np.stack([front.makespan, front.peak, front.energy], axis=1)[front.feasible]
+    assert len(non_dominated(f)) == front.front.size
