@@ -80,6 +80,10 @@ CASES = (
          "--exact --time-limit {L} --workers 1", per=4),
     Case("orchestrate, ResNet-18 on 3x3", "orchestrate --network resnet18 --arch klotski-3x3 "
          "--budget 50 --time-limit {L} --out-dir {d}/orch", limit=30.0),
+    Case("lns (routed CP-SAT with memory), Stream's ResNet-18", "solve {r18} --method lns "
+         "--threads 2 --time-limit {L} --out {d}/o.json", needs="r18"),
+    Case("allocate (NSGA-II), Stream's ResNet-18", "allocate {r18} --generations 50 "
+         "--population 16 --time-limit {L} --out-dir {d}/ga", needs="r18"),
     Case("compare, 2 methods x 1 instance", "compare {d}/dag1000.json --methods "
          "cpsat,timeindexed --time-limit {L} --workers 1 --csv {d}/c.csv", needs="dag1000",
          per=2),
@@ -138,12 +142,13 @@ def main(argv: list[str] | None = None) -> int:
         d = args.keep or Path(tmp)
         d.mkdir(parents=True, exist_ok=True)
         nug30 = SHARED / "qaplib" / "dat" / "nug30.dat"
+        r18 = SHARED / "stream" / "resnet18_tpu_quad_core_fused.json"
         print("| command | limit L (s) | wall (s) | allowance 1.1 L + 2 (s) | holds | exit |")
         print("| --- | --- | --- | --- | --- | --- |")
         overran = 0
         for c in cases:
-            if c.needs == "nug30" and not nug30.exists():
-                print(f"| {c.name} | – | – | – | skipped: {nug30} absent | – |")
+            if c.needs in ("nug30", "r18") and not {"nug30": nug30, "r18": r18}[c.needs].exists():
+                print(f"| {c.name} | – | – | – | skipped: ../shared absent | – |")
                 continue
             if c.needs == "mesh32" and not (d / "mesh32.json").exists():
                 _mesh32(d / "mesh32.json")
@@ -153,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                 if not (d / step.split("-o {d}/")[1].format(d=d)).exists():
                     _run(step.format(d=d))
             limit = c.limit or args.limit
-            wall, code, last = _run(c.args.format(d=d, L=limit, nug30=nug30))
+            wall, code, last = _run(c.args.format(d=d, L=limit, nug30=nug30, r18=r18))
             allowance = c.per * (1.1 * limit + 2)
             ok = wall <= allowance
             overran += not ok

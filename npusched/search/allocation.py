@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, wait
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -166,9 +166,10 @@ def run_ga(
 ) -> Front:
     """NSGA-II over the units' cores (see the module docstring); ``executor`` evaluates each
     generation's individuals (``None``: in this process). With ``time_limit`` (seconds) no
-    generation starts once the last one's duration would take the run past it; the first is
-    always evaluated."""
+    generation starts once the last one's duration would take the run past it, and individuals
+    not evaluated by then count as infeasible (the first one, Stream's allocation, always is)."""
     t0 = time.perf_counter()
+    deadline = None if time_limit is None else t0 + time_limit
     genes = units.genes
     sizes = np.array([len(units.cores[u]) for u in genes.tolist()], dtype=np.int64)
     if genes.size == 0:
@@ -184,11 +185,10 @@ def run_ga(
 
         def _evaluate(self, X: np.ndarray, out: dict[str, Any], *args: Any, **kw: Any) -> None:
             X = np.rint(X).astype(np.int64)
-            todo = [x for x in {tuple(r) for r in X.tolist()} if x not in seen]
-            arrays = [np.array(x) for x in todo]
-            values = executor.map(job, arrays) if executor is not None else map(job, arrays)
-            seen.update(zip(todo, values, strict=True))
-            res = [seen[tuple(r)] for r in X.tolist()]
+            todo = [x for x in dict.fromkeys(tuple(r) for r in X.tolist()) if x not in seen]
+            seen.update(_evaluate_until(job, todo, executor, deadline, first=not seen))
+            late = (float("inf"), float("inf"), False)  # not evaluated before the deadline
+            res = [seen.get(tuple(r), late) for r in X.tolist()]
             f = np.array([[r[0], r[1]] for r in res]).reshape(len(res), 2)
             if energy is not None:
                 f = np.column_stack([f, [compute_energy(units, x, energy) for x in X]])
@@ -217,7 +217,7 @@ def run_ga(
     last = 0.0
     while algorithm.has_next():
         begun = time.perf_counter()
-        if time_limit is not None and history and begun + last > t0 + time_limit:
+        if deadline is not None and history and begun + last > deadline:
             break
         algorithm.next()
         last = time.perf_counter() - begun
@@ -233,6 +233,35 @@ def run_ga(
     ok = np.flatnonzero(feasible)
     front = ok[non_dominated(f[ok])] if ok.size else np.array([], dtype=np.int64)
     return Front(genomes, f[:, 0], f[:, 1], feasible, front, history, spent)
+
+
+def _evaluate_until(
+    job: Callable[[np.ndarray], tuple[float, float, bool]],
+    todo: list[tuple[int, ...]],
+    executor: Executor | None,
+    deadline: float | None,
+    first: bool,
+) -> dict[tuple[int, ...], tuple[float, float, bool]]:
+    """``job`` of every genome in ``todo`` that ends before ``deadline`` (the first of the run's
+    whatever the deadline): in this process, or submitted to ``executor`` and the rest cancelled
+    at the deadline."""
+    out: dict[tuple[int, ...], tuple[float, float, bool]] = {}
+    if executor is None:
+        for k, x in enumerate(todo):
+            if deadline is not None and time.perf_counter() > deadline and not (first and k == 0):
+                break
+            out[x] = job(np.array(x))
+        return out
+    futures = {executor.submit(job, np.array(x)): x for x in todo}
+    left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+    done, pending = wait(futures, timeout=left)
+    if first and todo and not done:  # the run's first individual is always evaluated
+        head = next(f for f, x in futures.items() if x == todo[0])
+        head.result()
+        done = {head}
+    for f in pending - done:
+        f.cancel()
+    return {x: f.result() for f, x in futures.items() if f in done}  # in the order of todo
 
 
 def compute_energy(units: Units, x: np.ndarray, energy: np.ndarray) -> float:
