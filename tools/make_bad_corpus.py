@@ -282,8 +282,20 @@ def stream_cases(stream: dict[str, Any]) -> Cases:
             stream, lambda d: d["edges"].append({"src": 2, "dst": 0, "bits": 8})
         ),
     }
+    # memories are capacities by default: a core without a size, or too small for a CN's own data
+    cases["stream_memory_zero.json"] = _edit(stream, _set("cores/0/top_memories/0/size_bits", 0))
+    cases["stream_memory_missing.json"] = _edit(stream, lambda d: d["cores"][1].pop("top_memories"))
+    cases["stream_memory_too_small.json"] = _edit(
+        stream, _set("cores/0/top_memories/0/size_bits", 100)
+    )
     out = {name: (data, STREAM) for name, data in cases.items()}
     out["stream_info_cycle.json"] = (cases["stream_cycle.json"], INFO)
+    out["stream_allocate_unknown_core.json"] = (
+        cases["stream_unknown_core.json"], ["allocate", "{file}", "--out-dir", "{out}"]
+    )  # fmt: skip
+    out["stream_allocate_memory_zero.json"] = (
+        cases["stream_memory_zero.json"], ["allocate", "{file}", "--out-dir", "{out}"]
+    )  # fmt: skip
     out["stream_solve_unknown_core.json"] = (cases["stream_unknown_core.json"], SOLVE)
     return out
 

@@ -15,7 +15,9 @@ from npusched.cli.main import main
 
 BAD = ROOT / "tests" / "data" / "bad"
 CASES = json.loads((BAD / "MANIFEST.json").read_text())
-VERBS = {"solve", "verify", "info", "convert", "partition", "tile", "flexer", "orchestrate"}
+VERBS = {
+    "solve", "verify", "info", "convert", "partition", "tile", "flexer", "orchestrate", "allocate",
+}  # fmt: skip
 """Every verb that reads a file (``compare``: its own test below; ``generate`` reads none)."""
 
 
