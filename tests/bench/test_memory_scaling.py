@@ -1,0 +1,14 @@
+"""``python -m npusched.bench.memory_scaling``: verified rows and the growth columns."""
+
+from __future__ import annotations
+
+from npusched.bench.memory_scaling import main, measure, table
+
+
+def test_rows_verify_and_growth_is_printed(capsys):
+    rows = [measure(4, 6), measure(8, 6)]
+    assert all(r["ok"] for r in rows) and rows[1]["n"] > rows[0]["n"]
+    lines = table(rows)
+    assert len(lines) == 4 and lines[2].endswith("| – | – | ok |")
+    assert main(["--layers", "3,6", "--width", "5"]) == 0
+    assert capsys.readouterr().out.count("| ok |") == 2
