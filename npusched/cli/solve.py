@@ -114,14 +114,9 @@ def memory_note(inst, solution) -> None:
         return
     from npusched.verify.scheduling.routed import memory_peaks
 
-    cap = inst.source.get("memory_bits", {})
-    if inst.capacity is not None:
-        cap = {
-            str(c.id): int(v) for c, v in zip(inst.accelerator.cores, inst.capacity, strict=True)
-        }
     parts = []
-    for core, peak in zip(inst.accelerator.cores, memory_peaks(inst, solution), strict=True):
-        size = cap.get(str(core.id))
+    cores, peaks = inst.accelerator.cores, memory_peaks(inst, solution)
+    for core, peak, size in zip(cores, peaks, inst.memory_sizes(), strict=True):
         over = " OVER" if size and peak > size else ""
         parts.append(f"{core.id}: {peak}" + (f"/{size}{over}" if size else ""))
     limit = "memory enforced" if inst.capacity is not None else "no memory limit modelled"

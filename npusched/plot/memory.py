@@ -24,11 +24,7 @@ def memory_trace(
     ``source["memory_bits"]`` of a Stream export; named in a corner when the curve stays below a
     fifth of it). Returns the figure; saves a PNG at ``path``."""
     res = residency(inst, sched)
-    sizes = inst.source.get("memory_bits", {})
-    if inst.capacity is not None:
-        sizes = {
-            str(c.id): int(v) for c, v in zip(inst.accelerator.cores, inst.capacity, strict=True)
-        }
+    sizes = inst.memory_sizes()
     cores = inst.accelerator.cores
     makespan = sched.makespan(inst)
     fig, axes = plt.subplots(len(cores), 1, sharex=True, squeeze=False,
@@ -38,7 +34,7 @@ def memory_trace(
         ax.step(np.r_[0, t], np.r_[0, level], where="post", color="tab:blue", lw=1)
         ax.fill_between(np.r_[0, t], np.r_[0, level], step="post", alpha=0.25)
         peak = int(level.max(initial=0))
-        size = sizes.get(str(core.id))
+        size = sizes[k]
         if size and peak >= size / 5:
             ax.axhline(size, color="red", ls="--", lw=1)
         elif size:  # a line far above the curve would flatten it

@@ -68,13 +68,13 @@ class Units:
         layer = inst.layer if inst.layer is not None else np.zeros(inst.n, dtype=np.int64)
         _, unit = np.unique(np.stack([layer, np.asarray(group)]), axis=1, return_inverse=True)
         unit = unit.reshape(-1)
-        cores = []
-        for u in range(int(unit.max()) + 1):
-            ok = inst.mask[unit == u].all(axis=0)
-            if not ok.any():
-                raise ValueError(f"the CNs of allocation unit {u} share no possible core")
-            cores.append(tuple(np.flatnonzero(ok).tolist()))
-        return cls(unit, tuple(cores))
+        units = int(unit.max()) + 1
+        shared = np.ones((units, inst.m), dtype=bool)  # cores every CN of a unit may use
+        np.logical_and.at(shared, unit, inst.mask)
+        none = np.flatnonzero(~shared.any(axis=1))
+        if none.size:
+            raise ValueError(f"the CNs of allocation unit {none[0]} share no possible core")
+        return cls(unit, tuple(tuple(np.flatnonzero(row).tolist()) for row in shared))
 
     @property
     def genes(self) -> np.ndarray:
@@ -90,12 +90,17 @@ class Units:
 
     def genome(self, core: np.ndarray) -> np.ndarray:
         """The genome of a CN allocation that gives each unit one core."""
+        core = np.asarray(core, dtype=np.int64)
+        units = len(self.cores)
+        lo = np.full(units, np.iinfo(np.int64).max)
+        hi = np.full(units, -1)
+        np.minimum.at(lo, self.unit, core)
+        np.maximum.at(hi, self.unit, core)
         x = []
         for u in self.genes.tolist():
-            on = np.unique(np.asarray(core)[self.unit == u])
-            if on.size != 1 or int(on[0]) not in self.cores[u]:
+            if lo[u] != hi[u] or int(lo[u]) not in self.cores[u]:
                 raise ValueError(f"the allocation splits unit {u} or leaves its cores")
-            x.append(self.cores[u].index(int(on[0])))
+            x.append(self.cores[u].index(int(lo[u])))
         return np.array(x, dtype=np.int64)
 
 

@@ -155,6 +155,7 @@ class _Scheduler:
             tuple(int(inst.topology.resource_of[x]) for x in r) for r in all_routes(inst)
         ]
         self.lines = [Timeline() for _ in range(inst.topology.num_resources)]
+        self.none: list[list[tuple[int, int]]] = [[] for _ in self.lines]  # no tentative bookings
         assert inst.capacity is not None
         self.mem = [Profile(int(c)) for c in inst.capacity]
         self.dram_of: list[list[int]] = [[] for _ in range(n)]
@@ -270,7 +271,7 @@ class _Scheduler:
             at = mem.earliest_fit(max(release, self.floor(c)), space)
             assert at is not None  # fits() admitted the whole set
             route = self.routes[route_id(a, c, inst.m)]
-            t = earliest(self.lines, [[] for _ in self.lines], route, at, cyc)
+            t = earliest(self.lines, self.none, route, at, cyc)
             for x in route:
                 self.lines[x].add(t, cyc)
             self.arrived[(src, c)] = t + cyc

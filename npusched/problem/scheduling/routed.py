@@ -239,6 +239,14 @@ class RoutedInstance:
             need[t.consumers] += t.data
         return np.where(self.is_streamed, 0, need)
 
+    def memory_sizes(self) -> list[int | None]:
+        """Each core's memory size, in data units: its capacity, else the size a Stream export
+        records (``source["memory_bits"]``, not enforced), else ``None``."""
+        if self.capacity is not None:
+            return [int(v) for v in self.capacity]
+        recorded = self.source.get("memory_bits", {})
+        return [recorded.get(str(c.id)) for c in self.accelerator.cores]
+
     @property
     def is_streamed(self) -> BoolArray:
         """μops whose operands stay in DRAM (no space on their core)."""
