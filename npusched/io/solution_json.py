@@ -12,12 +12,20 @@ import numpy as np
 
 from npusched.common.errors import InputError
 from npusched.common.jsonio import JsonRows, read_json, write_json
-from npusched.common.limits import MAX_TIME
+from npusched.common.limits import MAX_TIME, MAX_VALUE
 from npusched.io.columnar import COMPACT_ABOVE
 from npusched.problem import Schedule, SchedulingInstance
 from npusched.problem.placement import Placement, PlacementInstance
-from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
+from npusched.problem.scheduling.routed import (
+    MOVE_KINDS,
+    Moves,
+    Residency,
+    RoutedInstance,
+    RoutedSchedule,
+    required_transfers,
+)
 from npusched.verify import check
+from npusched.verify.scheduling.memory import move_routes
 from npusched.verify.scheduling.routed import residency
 
 
@@ -124,7 +132,40 @@ def _routed_transfers(inst: RoutedInstance, sched: RoutedSchedule) -> list[dict[
             "serves": serves,
         }
         out.append(rec)
-    return out
+    return out + _move_rows(inst, sched)
+
+
+def _move_rows(inst: RoutedInstance, sched: RoutedSchedule) -> list[dict[str, Any]]:
+    """Eviction moves as transfer records with ``"kind": "evict"`` (``src_core`` to the DRAM
+    core) or ``"refetch"`` (``"src": "dram"`` to ``dst_core``), ``tensor`` as in the memory
+    records."""
+    mv = sched.moves
+    if mv is None:
+        return []
+    cores, links, dram = inst.accelerator.cores, inst.topology.links, inst.topology.dram
+    unit = "bits" if inst.data_unit == "bits" else "bytes"
+    output = np.zeros(inst.n, dtype=np.int64)
+    np.maximum.at(output, inst.graph.src, inst.graph.bytes)
+    rows = []
+    for k, route in enumerate(move_routes(inst, sched)):
+        s, a, b = int(mv.tensor[k]), int(mv.src_core[k]), int(mv.dst_core[k])
+        rows.append({
+            "kind": MOVE_KINDS[int(mv.kind[k])],
+            "src": "dram" if a < 0 else "core",
+            "tensor": _tensor_ref(inst, s),
+            "src_core": dram if a < 0 else cores[a].id,
+            "dst_core": dram if b < 0 else cores[b].id,
+            unit: int(output[s]) if s >= 0 else inst.dram[-1 - s].data,
+            "links": [links[x].id for x in route],
+            "start": int(mv.tstart[k]),
+            "end": int(mv.tend[k]),
+        })  # fmt: skip
+    return rows
+
+
+def _tensor_ref(inst: RoutedInstance, s: int) -> Any:
+    """A tensor as files name it: the producer's op id, or the DRAM tensor's name."""
+    return inst.dram[-1 - s].name if s < 0 else inst.graph.ids[s]
 
 
 def _memory_rows(inst: RoutedInstance, sched: RoutedSchedule) -> list[dict[str, Any]]:
@@ -132,12 +173,12 @@ def _memory_rows(inst: RoutedInstance, sched: RoutedSchedule) -> list[dict[str, 
     ``{"core", "tensor", "bits" | "bytes", "alloc", "free"}``, tensor = producer op id or the DRAM
     tensor's name."""
     res = residency(inst, sched)
-    ids, cores = inst.graph.ids, inst.accelerator.cores
+    cores = inst.accelerator.cores
     unit = "bits" if inst.data_unit == "bits" else "bytes"
     return [
         {
             "core": cores[c].id,
-            "tensor": inst.dram[-1 - s].name if s < 0 else ids[s],
+            "tensor": _tensor_ref(inst, s),
             unit: b,
             "alloc": a,
             "free": f,
@@ -303,8 +344,13 @@ def _read_routed(
     recs = data.get("transfers", [])
     if not isinstance(recs, list):
         raise InputError(path, "transfers", "not a list")
+    moves: list[list[int]] = []
+    tensors = _Tensors(inst)
     for k, rec in enumerate(recs):
         where = f"transfers/{k}"
+        if isinstance(rec, dict) and rec.get("kind", "transfer") != "transfer":
+            moves.append(_read_move(path, where, inst, tensors, rec))
+            continue
         if not isinstance(rec, dict) or any(
             f not in rec for f in ("src", "dst_core", "start", "end")
         ):
@@ -330,7 +376,75 @@ def _read_routed(
         if tstart[t] >= 0:
             raise InputError(path, where, "the same transfer appears twice")
         tstart[t], tend[t] = ts, te
-    return RoutedSchedule(start, core, tstart, tend)
+    memory = _read_memory(path, inst, data["memory"]) if "memory" in data else None
+    mv = Moves(*np.array(moves, dtype=np.int64).reshape(-1, 6).T) if moves else None
+    return RoutedSchedule(start, core, tstart, tend, memory, mv)
+
+
+class _Tensors:
+    """Tensors as files name them: a DRAM tensor's name, else a producer's op id (indices as in
+    :class:`~npusched.problem.scheduling.routed.Residency`)."""
+
+    def __init__(self, inst: RoutedInstance) -> None:
+        self.index: dict[Any, int] = {uid: i for i, uid in enumerate(inst.graph.ids)}
+        self.dram = {t.name: -1 - k for k, t in enumerate(inst.dram)}
+
+    def __call__(self, path: str | Path, where: str, ref: Any) -> int:
+        if isinstance(ref, str) and ref in self.dram:
+            return self.dram[ref]
+        return _lookup(path, where, self.index, ref, "no μop or DRAM tensor of the instance is")
+
+
+def _core_or_dram(path: str | Path, where: str, inst: RoutedInstance, ref: Any) -> int:
+    if ref is not None and ref == inst.topology.dram:
+        return -1
+    return _lookup(path, where, inst.accelerator.index_of, ref, "no core has id")
+
+
+def _read_move(
+    path: str | Path, where: str, inst: RoutedInstance, tensors: _Tensors, rec: dict[str, Any]
+) -> list[int]:
+    """One eviction move record (:func:`_move_rows`)."""
+    need = ("kind", "tensor", "src_core", "dst_core", "start", "end")
+    if any(f not in rec for f in need):
+        raise InputError(path, where, f"an eviction move needs {', '.join(map(repr, need))}")
+    if rec["kind"] not in MOVE_KINDS:
+        raise InputError(path, f"{where}/kind", f"must be transfer, evict or refetch, got "
+                         f"{rec['kind']!r}")  # fmt: skip
+    return [
+        MOVE_KINDS.index(rec["kind"]),
+        tensors(path, f"{where}/tensor", rec["tensor"]),
+        _core_or_dram(path, f"{where}/src_core", inst, rec["src_core"]),
+        _core_or_dram(path, f"{where}/dst_core", inst, rec["dst_core"]),
+        _time(path, f"{where}/start", rec["start"]),
+        _time(path, f"{where}/end", rec["end"]),
+    ]
+
+
+def _read_memory(path: str | Path, inst: RoutedInstance, recs: Any) -> Residency:
+    """The file's memory records (:func:`_memory_rows`), checked for form only."""
+    if not isinstance(recs, list):
+        raise InputError(path, "memory", "not a list")
+    unit = "bits" if inst.data_unit == "bits" else "bytes"
+    rows, tensors, col = [], _Tensors(inst), inst.accelerator.index_of
+    for k, rec in enumerate(recs):
+        where = f"memory/{k}"
+        if not isinstance(rec, dict) or any(f not in rec for f in ("core", "tensor", unit,
+                                                                    "alloc", "free")):  # fmt: skip
+            raise InputError(path, where, f"needs 'core', 'tensor', '{unit}', 'alloc', 'free'")
+        size = rec[unit]
+        if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_VALUE:
+            raise InputError(
+                path, f"{where}/{unit}", f"must be an integer in 0..2^40, got {size!r}"
+            )
+        rows.append([
+            _lookup(path, f"{where}/core", col, rec["core"], "no core has id"),
+            tensors(path, f"{where}/tensor", rec["tensor"]),
+            size,
+            _time(path, f"{where}/alloc", rec["alloc"]),
+            _time(path, f"{where}/free", rec["free"]),
+        ])  # fmt: skip
+    return Residency(*np.array(rows, dtype=np.int64).reshape(-1, 5).T)
 
 
 def end_violations(

@@ -62,7 +62,28 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
     stats = {"intervals_on_links": sum(len(v) for v in model.res_intervals.values())}
     kw: dict[str, Any] = dict(threads=ctx.threads, seed=ctx.seed, log=ctx.log)
     status, solver, rec = run_cpsat(model.model, time_limit=ctx.remaining(), **kw)
-    return cpsat_result("joint", status, solver, rec, model.decode, stats)
+    res = cpsat_result("joint", status, solver, rec, model.decode, stats)
+    return res if instance.capacity is None else without_eviction(instance, warm, res)
+
+
+def without_eviction(instance: RoutedInstance, warm: RoutedSchedule, res: Result) -> Result:
+    """A CP-SAT answer of the routed model with memory, which has no eviction: its schedules are
+    valid, but its bound (and an infeasibility proof) hold only for schedules that evict
+    nothing, so the instance's own bound is reported, and without a schedule from the model
+    the warm start (which may evict) is the answer."""
+    lb = instance.lower_bound()
+    note = "bound = the instance's lower_bound() (the model's holds only without eviction)"
+    trace = [dataclasses.replace(p, bound=lb) for p in res.trace]
+    if res.solution is None:
+        ms = warm.makespan(instance)
+        status = Status.OPTIMAL if ms == lb else Status.FEASIBLE
+        return dataclasses.replace(
+            res, status=status, objective=ms, bound=lb, solution=warm, trace=trace,
+            message=f"the model found no schedule without eviction ({res.status.value}): the "
+            f"warm start is returned; {note}",
+        )  # fmt: skip
+    status = Status.OPTIMAL if res.objective == lb else Status.FEASIBLE
+    return dataclasses.replace(res, status=status, bound=lb, trace=trace, message=note)
 
 
 @dataclass(frozen=True)

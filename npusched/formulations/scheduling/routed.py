@@ -267,7 +267,7 @@ class RoutedModel:
             src, c = tr.key(t)
             a = -1 if src < 0 else int(sched.core[src])
             m.add_hint(self.tstart[(src, a, c)], int(sched.tstart[t]))
-        if self.life:
+        if self.life and not sched.evicts:  # a schedule that evicts is no solution here
             from npusched.verify.scheduling.routed import residency
 
             res = residency(self.inst, sched)

@@ -18,12 +18,24 @@ from ``t`` on, plus the new data, stays within ``c``'s capacity. Closing a lifet
 the profile, so every schedule returned keeps every core within its capacity at every instant.
 
 A candidate whose data cannot fit, however late, is set aside and the next one is tried (placing
-another may end lifetimes). Deviations from Stream, and why:
+another may end lifetimes).
 
-- **No eviction yet.** Stream evicts weights first-in-first-out and fetches them again; here a
-  fetch waits until its data fits instead, and when no candidate can fit at all the scheduler
-  stops with :class:`MemoryDeadlock` naming the core. (Evictions need transfers that
-  :func:`~npusched.problem.scheduling.routed.required_transfers` does not yet describe.)
+**Eviction.** When no ready candidate fits, the best one (by the priority) makes room on its core
+by evicting data that still has consumers to come, first in first out (by allocation), weights
+before activations: a weight (DRAM tensor) is dropped once its last placed consumer there ends;
+an activation is written back to DRAM over the core's off-chip route (a transfer of kind
+``evict``, once per tensor; a copy of a tensor already in DRAM is just dropped) and its space is
+freed when the write-back ends. A later consumer on that core fetches the data again from DRAM
+(kind ``refetch``, after the write-back has ended). Never evicted: the candidate's own inputs,
+and a producer's own copy while it has sends to make. The schedule carries its memory records and
+these moves (:class:`~npusched.problem.scheduling.routed.Moves`); when even eviction leaves too
+little room the scheduler stops with :class:`MemoryDeadlock` naming the core.
+
+Deviations from Stream, and why:
+
+- **Eviction only when no ready CN fits without it.** Stream evicts as soon as the next CN's
+  weights do not fit; here a CN that does not fit is first set aside for one that does, which
+  costs no traffic (on both shared exports no eviction is then needed at all).
 - **Weights are freed after their last consumer on the core** (their consumers are known, the
   allocation being fixed), where Stream keeps them until evicted: it can only lower the profile.
 - **The allocation is fixed**: Stream's scheduler takes one layer–core allocation (its GA chooses
@@ -44,7 +56,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from npusched.heuristics.scheduling.routed_list import Timeline, all_routes, earliest, route_id
-from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
+from npusched.problem.scheduling.routed import (
+    EVICT,
+    REFETCH,
+    Moves,
+    Residency,
+    RoutedInstance,
+    RoutedSchedule,
+    required_transfers,
+)
 
 OPEN = np.iinfo(np.int64).max
 """The end of a lifetime that still has consumers to schedule."""
@@ -54,8 +74,8 @@ LOOKBACK = 1024
 
 
 class MemoryDeadlock(RuntimeError):
-    """No candidate μop's data fits on its core however late it starts (eviction would be
-    needed)."""
+    """No candidate μop's data fits on its core however late it starts, even after evicting all
+    that may be evicted."""
 
 
 @dataclass
@@ -192,6 +212,19 @@ class _Scheduler:
         self.recent: list[deque[int]] = [deque(maxlen=LOOKBACK) for _ in range(m)]
         self.layer = _layers(inst)
         self.priority = priority
+        self.sends_left = np.zeros(n, dtype=np.int64)
+        np.add.at(self.sends_left, tr.src[tr.src >= 0], 1)
+        self.first: dict[tuple[int, int], int] = {}  # first arrival (the required transfer)
+        self.evicted: dict[tuple[int, int], int] = {}  # evicted lifetime -> when it ended
+        self.in_dram: dict[int, int] = {}  # activation -> end of its write-back
+        self.rec: list[list[int]] = []  # [core, tensor, bits, alloc, free]
+        self.open_rec: dict[tuple[int, int], int] = {}
+        self.moves: list[tuple[int, int, int, int, int, int]] = []
+        self.back = (
+            [tuple(int(inst.topology.resource_of[x]) for x in inst.route(c, -1)) for c in range(m)]
+            if inst.can_write_back
+            else None
+        )
 
     def key(self, i: int, ready: int) -> tuple[int, int, int]:
         if self.priority == "memory":
@@ -212,7 +245,9 @@ class _Scheduler:
                     break
                 aside.append(cand)
             else:
-                self.deadlock([c[2] for c in aside])
+                cand = aside.pop(0)
+                if not self.evict_for(cand[2]):
+                    self.deadlock([cand[2]] + [c[2] for c in aside])
             i = cand[2]
             self.place(i)
             for c in aside:
@@ -223,8 +258,12 @@ class _Scheduler:
                 if indeg[j] == 0:
                     heapq.heappush(pool, self.key(j, int(ready_at[j])))
         tr = required_transfers(self.inst, self.core)
-        tend = np.array([self.arrived[tr.key(t)] for t in range(tr.size)], dtype=np.int64)
-        return RoutedSchedule(self.start, self.core, tend - tr.cycles, tend)
+        tend = np.array([self.first[tr.key(t)] for t in range(tr.size)], dtype=np.int64)
+        rec = np.array(self.rec, dtype=np.int64).reshape(-1, 5).T
+        mv = np.array(self.moves, dtype=np.int64).reshape(-1, 6).T
+        return RoutedSchedule(
+            self.start, self.core, tend - tr.cycles, tend, Residency(*rec), Moves(*mv)
+        )
 
     def needs(self, i: int) -> list[tuple[int, int, int]]:
         """Data μop ``i`` has yet to receive on its core: (tensor, release, bits), by release."""
@@ -233,11 +272,13 @@ class _Scheduler:
         out: dict[int, tuple[int, int]] = {}
         for e in edges.tolist():
             p = int(g.src[e])
-            if g.bytes[e] > 0 and self.core[p] != c and (p, c) not in self.arrived:
+            if g.bytes[e] > 0 and (p, c) in self.evicted:
+                out[p] = (max(self.in_dram[p], self.evicted[(p, c)]), int(self.output[p]))
+            elif g.bytes[e] > 0 and self.core[p] != c and (p, c) not in self.arrived:
                 out[p] = (int(self.end[p]), int(self.output[p]))
         for k in self.dram_of[i]:
             if (-1 - k, c) not in self.arrived:
-                out[-1 - k] = (0, self.inst.dram[k].data)
+                out[-1 - k] = (self.evicted.get((-1 - k, c), 0), self.inst.dram[k].data)
         return sorted(((s, r, b) for s, (r, b) in out.items()), key=lambda x: x[1])
 
     def bits(self, key: tuple[int, int], data: int) -> int:
@@ -265,7 +306,8 @@ class _Scheduler:
         for k in self.dram_of[i]:
             est = max(est, self.arrived.get((-1 - k, c), 0))
         for src, release, bits in self.needs(i):
-            a = -1 if src < 0 else int(self.core[src])
+            again = (src, c) in self.evicted
+            a = -1 if src < 0 or again else int(self.core[src])
             cyc = inst.topology.cycles(bits, inst.route(a, c))
             space = self.bits((src, c), bits)
             at = mem.earliest_fit(max(release, self.floor(c)), space)
@@ -275,16 +317,22 @@ class _Scheduler:
             for x in route:
                 self.lines[x].add(t, cyc)
             self.arrived[(src, c)] = t + cyc
+            if again:
+                del self.evicted[(src, c)]
+                self.moves.append((REFETCH, src, -1, c, t, t + cyc))
+            else:
+                self.first[(src, c)] = t + cyc
             if space:
-                mem.add(self.key_id[(src, c)], t, space)
-            if src >= 0:
+                self.hold((src, c), t, space)
+            if src >= 0 and not again:
+                self.sends_left[src] -= 1
                 self.use((src, int(self.core[src])), t + cyc)
             est = max(est, t + cyc)
         if self.bits((i, c), int(self.output[i])):
             at = mem.earliest_fit(est, int(self.output[i]))
             assert at is not None
             est = at
-            mem.add(self.key_id[(i, c)], est, int(self.output[i]))
+            self.hold((i, c), est, int(self.output[i]))
         self.start[i], self.end[i] = est, est + int(self.dur[i])
         self.free[c] = self.end[i]
         self.recent[c].append(est)
@@ -310,8 +358,58 @@ class _Scheduler:
         lifetime closes with its last one."""
         self.last_use[key] = max(self.last_use[key], until)
         self.pending[key] -= 1
-        if self.pending[key] == 0 and key in self.buffered:
-            self.mem[key[1]].close(self.key_id[key], self.last_use[key])
+        if self.pending[key] == 0 and key in self.open_rec:
+            self.let_go(key, self.last_use[key])
+
+    def hold(self, key: tuple[int, int], t: int, bits: int) -> None:
+        """Lifetime ``key`` takes ``bits`` on its core from ``t`` (a new memory record)."""
+        self.mem[key[1]].add(self.key_id[key], t, bits)
+        self.open_rec[key] = len(self.rec)
+        self.rec.append([key[1], key[0], bits, t, -1])
+
+    def let_go(self, key: tuple[int, int], t: int) -> None:
+        """Lifetime ``key`` ends at ``t`` (its record is closed)."""
+        self.mem[key[1]].close(self.key_id[key], t)
+        self.rec[self.open_rec.pop(key)][4] = t
+
+    def evict_for(self, i: int) -> bool:
+        """Evict data from μop ``i``'s core (module docstring) until ``i`` fits; whether it
+        does."""
+        c = int(self.core[i])
+        mem, need = self.mem[c], self.new_bits(i)
+        keep = self.inputs(i) | {(i, c)}
+        victims = [
+            key
+            for key in self.open_rec
+            if key[1] == c
+            and key not in keep
+            and (key[0] < 0 or self.back is not None or key[0] in self.in_dram)
+            and (key[0] < 0 or key[1] != self.core[key[0]] or self.sends_left[key[0]] == 0)
+        ]
+        victims.sort(key=lambda k: (k[0] >= 0, self.rec[self.open_rec[k]][3]))
+        for key in victims:
+            if mem.open_bits + need <= mem.capacity:
+                break
+            self.evict(key)
+        return mem.open_bits + need <= mem.capacity
+
+    def evict(self, key: tuple[int, int]) -> None:
+        """Drop ``key`` from its core (writing an activation back to DRAM first, once); its
+        later consumers there fetch it again."""
+        s, c = key
+        since = self.arrived.pop(key, None)
+        t0 = max(self.last_use[key], since if since is not None else int(self.end[s]))
+        if s >= 0 and s not in self.in_dram:
+            assert self.back is not None
+            route = self.back[c]
+            cyc = self.inst.topology.cycles(int(self.output[s]), self.inst.route(c, -1))
+            t = earliest(self.lines, self.none, route, t0, cyc)
+            for x in route:
+                self.lines[x].add(t, cyc)
+            self.moves.append((EVICT, s, c, -1, t, t + cyc))
+            self.in_dram[s] = t0 = t + cyc
+        self.let_go(key, t0)
+        self.evicted[key] = t0
 
     def deadlock(self, waiting: list[int]) -> None:
         i = waiting[0]
@@ -321,6 +419,6 @@ class _Scheduler:
         raise MemoryDeadlock(
             f"core {self.inst.accelerator.cores[c].id}: μop {ids[i]} needs {need} "
             f"{self.inst.data_unit} but {mem.open_bits} of the {mem.capacity} are held by data "
-            f"still waiting for consumers, and no other of the {len(waiting)} ready μops fits "
-            "(evicting it would be needed; eviction is not implemented yet)"
+            f"still waiting for consumers that may not be evicted (its own inputs, outputs "
+            f"still to be sent), and no other of the {len(waiting)} ready μops fits"
         )

@@ -327,8 +327,17 @@ class RoutedInstance:
         """Route between core indices (``-1`` = the DRAM core)."""
         ids = self.accelerator.cores
         sa = self.topology.dram if a < 0 else ids[a].id
-        assert sa is not None
-        return self.topology.route(sa, ids[b].id)
+        sb = self.topology.dram if b < 0 else ids[b].id
+        assert sa is not None and sb is not None
+        return self.topology.route(sa, sb)
+
+    @property
+    def can_write_back(self) -> bool:
+        """Every core has a route to the DRAM core (activations can be evicted to DRAM)."""
+        dram = self.topology.dram
+        return dram is not None and all(
+            (c.id, dram) in self.topology.routes for c in self.accelerator.cores
+        )
 
     def _bandwidths(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(m, m)`` bottleneck bandwidth between cores (inf on the diagonal) and ``(m,)`` from
@@ -472,21 +481,89 @@ def required_transfers(inst: RoutedInstance, core: IntArray) -> Transfers:
     )
 
 
+def _int_arrays(obj: Any, names: tuple[str, ...]) -> None:
+    for name in names:
+        object.__setattr__(obj, name, np.asarray(getattr(obj, name), dtype=np.int64).reshape(-1))
+
+
+@dataclass(frozen=True, eq=False)
+class Residency:
+    """Data resident on cores: record ``r`` holds ``bits[r]`` of ``tensor[r]`` (a producer's
+    μop index, or ``-1 - k`` for DRAM tensor ``k``) on core index ``core[r]`` over the half-open
+    window ``[alloc[r], free[r])`` (the solution's ``memory`` records)."""
+
+    core: IntArray
+    tensor: IntArray
+    bits: IntArray
+    alloc: IntArray
+    free: IntArray
+
+    def __post_init__(self) -> None:
+        _int_arrays(self, ("core", "tensor", "bits", "alloc", "free"))
+
+    def usage(self, k: int) -> tuple[IntArray, IntArray]:
+        """Core ``k``'s resident data as a step function: change times and the level after each
+        (frees before allocations at the same cycle, as the windows are half-open)."""
+        on = self.core == k
+        t = np.concatenate([self.alloc[on], self.free[on]])
+        sign = np.concatenate([self.bits[on], -self.bits[on]])
+        order = np.lexsort((sign, t))
+        return t[order], np.cumsum(sign[order])
+
+
+EVICT, REFETCH = 0, 1
+MOVE_KINDS = ("evict", "refetch")
+"""Kinds of :class:`Moves` (the solution's transfer ``kind``)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Moves:
+    """Transfers beyond the required ones, caused by eviction (Stream §III-E): ``kind[t]`` is
+    :data:`EVICT` (an activation written back from core ``src_core[t]`` to DRAM,
+    ``dst_core[t] = -1``) or :data:`REFETCH` (``tensor[t]`` fetched again from DRAM,
+    ``src_core[t] = -1``, into ``dst_core[t]``); ``tensor`` as in :class:`Residency`; each over
+    ``[tstart[t], tend[t])``."""
+
+    kind: IntArray
+    tensor: IntArray
+    src_core: IntArray
+    dst_core: IntArray
+    tstart: IntArray
+    tend: IntArray
+
+    def __post_init__(self) -> None:
+        _int_arrays(self, ("kind", "tensor", "src_core", "dst_core", "tstart", "tend"))
+
+    @property
+    def size(self) -> int:
+        return int(self.kind.size)
+
+    @staticmethod
+    def empty() -> Moves:
+        return Moves(*([np.zeros(0, dtype=np.int64)] * 6))
+
+
 @dataclass(frozen=True, eq=False)
 class RoutedSchedule:
     """Start and core of every μop, and the window ``[tstart, tend)`` of each transfer of
-    ``required_transfers(instance, core)`` in its canonical order."""
+    ``required_transfers(instance, core)`` in its canonical order. A schedule that manages
+    memory itself also carries its ``memory`` records and the ``moves`` its evictions cause
+    (else both follow from Stream's lifetime rules, with no eviction)."""
 
     start: IntArray
     core: IntArray
     tstart: IntArray
     tend: IntArray
+    memory: Residency | None = None
+    moves: Moves | None = None
 
     def __post_init__(self) -> None:
-        for name in ("start", "core", "tstart", "tend"):
-            object.__setattr__(
-                self, name, np.asarray(getattr(self, name), dtype=np.int64).reshape(-1)
-            )
+        _int_arrays(self, ("start", "core", "tstart", "tend"))
+
+    @property
+    def evicts(self) -> bool:
+        """The schedule evicts data (has eviction write-backs or re-fetches)."""
+        return self.moves is not None and self.moves.size > 0
 
     def end(self, inst: RoutedInstance) -> IntArray:
         return self.start + inst.duration[np.arange(inst.n), self.core]

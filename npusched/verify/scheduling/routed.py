@@ -3,12 +3,19 @@ trusting the method that produced it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
+from npusched.problem.scheduling.routed import (
+    Residency,
+    RoutedInstance,
+    RoutedSchedule,
+    Transfers,
+    required_transfers,
+)
 from npusched.problem.scheduling.schedule import Schedule
+from npusched.verify.scheduling.memory import memory_violations, move_name, move_routes
 from npusched.verify.scheduling.schedule import VerifyReport, verify
 
 
@@ -23,8 +30,11 @@ def verify_routed(
     are exactly those the assignment needs (:func:`required_transfers`), each lasting at least
     ``⌈data / min bandwidth⌉``, starting at or after its producer's end (DRAM tensors at or after
     0) and ending at or before the start of every μop it serves; each link or bus carries one
-    transfer at a time (half-open windows). With a memory capacity: no core holds more than its
-    capacity at any instant (:func:`over_capacity`).
+    transfer at a time (half-open windows), eviction moves included. A schedule with its own
+    ``memory`` records (one that evicts) is checked against them
+    (:func:`~npusched.verify.scheduling.memory.memory_violations`: inputs resident, transfer
+    space allocated, write-backs before re-fetches). With a memory capacity: no core holds more
+    than its capacity at any instant (:func:`over_capacity`).
     """
     base = verify(inst.base, Schedule(sched.start, sched.core), claimed_makespan)
     if base.makespan is None:
@@ -59,27 +69,11 @@ def verify_routed(
         late = tr.serves[t][sched.start[tr.serves[t]] < te]
         for j in late[:3].tolist():
             bad.append(f"{name(t)} ends at {te}, after μop {ids[j]} starts at {sched.start[j]}")
-    use_t, use_r = [], []
-    for t, route in enumerate(tr.route):
-        for x in route:
-            use_t.append(t)
-            use_r.append(int(inst.topology.resource_of[x]))
-    if use_t:
-        ut, ur = np.asarray(use_t), np.asarray(use_r)
-        busy = sched.tend[ut] > sched.tstart[ut]
-        ut, ur = ut[busy], ur[busy]
-        order = np.lexsort((sched.tstart[ut], ur))
-        ut, ur = ut[order], ur[order]
-        same = ur[1:] == ur[:-1]
-        clash = np.flatnonzero(same & (sched.tstart[ut[1:]] < sched.tend[ut[:-1]]))
-        links = inst.topology.links
-        for k in clash[:20].tolist():
-            a, b = int(ut[k]), int(ut[k + 1])
-            on = [links[x].id for x in tr.route[a] if inst.topology.resource_of[x] == ur[k]]
-            bad.append(
-                f"link {on[0]}: {name(a)} [{sched.tstart[a]}, {sched.tend[a]}) and {name(b)} "
-                f"[{sched.tstart[b]}, {sched.tend[b]}) overlap"
-            )
+    bad += _link_clashes(inst, sched, tr, name)
+    if sched.memory is not None:
+        bad += memory_violations(inst, sched, tr, name)
+    elif sched.evicts:
+        bad.append("the schedule evicts data but records no memory")
     if inst.capacity is not None:
         bad += over_capacity(inst, sched)
     base.noc_cost = int(sum(len(r) for r in tr.route))
@@ -87,31 +81,9 @@ def verify_routed(
     return base
 
 
-@dataclass(frozen=True, eq=False)
-class Residency:
-    """Data resident on cores: interval ``r`` holds ``bits[r]`` of ``tensor[r]`` (a producer's
-    μop index, or ``-1 - k`` for DRAM tensor ``k``) on core index ``core[r]`` over the half-open
-    window ``[alloc[r], free[r])``."""
-
-    core: np.ndarray
-    tensor: np.ndarray
-    bits: np.ndarray
-    alloc: np.ndarray
-    free: np.ndarray
-
-    def usage(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Core ``k``'s resident data as a step function: change times and the level after each
-        (frees before allocations at the same cycle, as the windows are half-open)."""
-        on = self.core == k
-        t = np.concatenate([self.alloc[on], self.free[on]])
-        sign = np.concatenate([self.bits[on], -self.bits[on]])
-        order = np.lexsort((sign, t))
-        return t[order], np.cumsum(sign[order])
-
-
 def residency(inst: RoutedInstance, sched: RoutedSchedule) -> Residency:
-    """What each core holds under ``sched``: Stream's lifetime rules (§III-F), without a capacity
-    (the routed model has no memory limit; this measures what a schedule needs).
+    """What each core holds under ``sched``: the schedule's own ``memory`` records when it has
+    them (a schedule that evicts), else what Stream's lifetime rules (§III-F) give.
 
     A producer's output lives on its core from its start until its last local consumer ends and
     its last outgoing transfer is done; a received output or DRAM tensor lives on the receiving
@@ -119,6 +91,8 @@ def residency(inst: RoutedInstance, sched: RoutedSchedule) -> Residency:
     μops (operands too large for the core, read from and written to DRAM) takes no space: their
     outputs, and copies that serve only them.
     """
+    if sched.memory is not None:
+        return sched.memory
     g = inst.graph
     end = sched.end(inst)
     tr = required_transfers(inst, sched.core)
@@ -165,3 +139,39 @@ def over_capacity(inst: RoutedInstance, sched: RoutedSchedule) -> list[str]:
                 f"cycle {int(t[j])}, over its capacity of {int(inst.capacity[k])}"
             )
     return out
+
+
+def _link_clashes(
+    inst: RoutedInstance, sched: RoutedSchedule, tr: Transfers, name: Any
+) -> list[str]:
+    """Links (buses) carrying two transfers at once: the required ones and the eviction moves."""
+    routes = list(tr.route) + move_routes(inst, sched)
+    mv = sched.moves
+    ts = np.concatenate([sched.tstart, mv.tstart]) if mv is not None else sched.tstart
+    te = np.concatenate([sched.tend, mv.tend]) if mv is not None else sched.tend
+
+    def label(t: int) -> str:
+        return name(t) if t < tr.size else move_name(inst, sched, t - tr.size)
+
+    use_t, use_r = [], []
+    for t, route in enumerate(routes):
+        for x in route:
+            use_t.append(t)
+            use_r.append(int(inst.topology.resource_of[x]))
+    if not use_t:
+        return []
+    ut, ur = np.asarray(use_t), np.asarray(use_r)
+    busy = te[ut] > ts[ut]
+    ut, ur = ut[busy], ur[busy]
+    order = np.lexsort((ts[ut], ur))
+    ut, ur = ut[order], ur[order]
+    same = ur[1:] == ur[:-1]
+    clash = np.flatnonzero(same & (ts[ut[1:]] < te[ut[:-1]]))
+    links, bad = inst.topology.links, []
+    for k in clash[:20].tolist():
+        a, b = int(ut[k]), int(ut[k + 1])
+        on = [links[x].id for x in routes[a] if inst.topology.resource_of[x] == ur[k]]
+        bad.append(
+            f"link {on[0]}: {label(a)} [{ts[a]}, {te[a]}) and {label(b)} [{ts[b]}, {te[b]}) overlap"
+        )
+    return bad

@@ -15,9 +15,15 @@ from hypothesis import strategies as st
 from npusched import Accelerator, SchedulingInstance, UopGraph
 from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
-from npusched.io import load_instance, read_stream
+from npusched.io import load_instance, read_stream, write_instance
 from npusched.methods import solve
-from npusched.problem.scheduling.routed import DramTensor, Link, RoutedInstance, Topology
+from npusched.problem.scheduling.routed import (
+    MOVE_KINDS,
+    DramTensor,
+    Link,
+    RoutedInstance,
+    Topology,
+)
 from npusched.solvers.result import Status
 from npusched.verify import check
 from npusched.verify.scheduling.routed import memory_peaks, residency
@@ -60,20 +66,58 @@ def test_a_fetch_waits_for_room_by_hand():
     assert not rep.ok and any("over its capacity of 8" in v for v in rep.violations)
 
 
-def test_latency_priority_can_need_eviction_where_memory_priority_does_not():
+def test_latency_priority_evicts_where_memory_priority_does_not():
     """P1 and P2 each leave 8 units on core 0 (room 16); X reads P1 and a weight of 8, Y reads
-    P2 and a weight of 8. Latency priority places P2 before X (ready earlier) and then neither
-    X nor Y fits without evicting; memory priority takes X (deeper layer) first and all fit."""
+    P2 and a weight of 8; the off-chip link carries 2 units per cycle. Latency priority places
+    P2 before X (ready earlier); then neither X nor Y fits, so X evicts P2 (not its own input
+    P1): P2 is written back over [2, 6), X's weight comes in over [6, 10), X runs [10, 11);
+    Y's weight comes over [11, 15), P2 is fetched again over [15, 19), Y runs [19, 20).
+    Memory priority takes X (deeper layer) first and needs no eviction."""
     edges = [(0, 2, 8), (1, 3, 8)]
     inst = instance([1, 1, 1, 1], edges, [0, 0, 0, 0], dram=[(8, [2]), (8, [3])],
                     capacity=[16, 16])  # fmt: skip
-    with pytest.raises(MemoryDeadlock, match="core 0: μop 2 needs 8"):
-        memory_list_schedule(inst, "latency")
-    sched = memory_list_schedule(inst, "memory")
-    assert check(inst, sched).ok
+    sched = memory_list_schedule(inst, "latency")
+    assert check(inst, sched).ok and sched.makespan(inst) == 20
+    mv = sched.moves
+    assert [MOVE_KINDS[k] for k in mv.kind] == ["evict", "refetch"]
+    assert mv.tensor.tolist() == [1, 1] and mv.tstart.tolist() == [2, 15]
+    assert mv.tend.tolist() == [6, 19]
     assert memory_peaks(inst, sched)[0] <= 16
-    res = solve(inst, "list", priority="latency")  # a method failure, with the reason
-    assert res.status is Status.ERROR and res.solution is None and "eviction" in res.message
+    calm = memory_list_schedule(inst, "memory")
+    assert check(inst, calm).ok and not calm.evicts
+    assert calm.makespan(inst) < sched.makespan(inst)
+
+
+def test_verify_checks_the_records_of_a_schedule_that_evicts():
+    """Tampered eviction schedules are refused, each for its own reason."""
+    edges = [(0, 2, 8), (1, 3, 8)]
+    inst = instance([1, 1, 1, 1], edges, [0, 0, 0, 0], dram=[(8, [2]), (8, [3])],
+                    capacity=[16, 16])  # fmt: skip
+    sched = memory_list_schedule(inst, "latency")
+    mem, mv = sched.memory, sched.moves
+
+    def bad(**changes):
+        rep = check(inst, replace(sched, **changes))
+        assert not rep.ok
+        return " ".join(rep.violations)
+
+    assert "evicts data but records no memory" in bad(memory=None)
+    # Y's input P2 (the refetched record, the last one) freed before Y ends
+    short = replace(mem, free=np.r_[mem.free[:-1], 19])
+    assert "μop 3 on core 0: its input output of 1 is not resident" in bad(memory=short)
+    # the re-fetch without its write-back
+    only = replace(mv, **{f: getattr(mv, f)[1:] for f in
+                          ("kind", "tensor", "src_core", "dst_core", "tstart", "tend")})  # fmt: skip
+    assert "before the tensor is written back" in bad(moves=only)
+    # the write-back while P2's record is already freed
+    early = replace(mem, free=np.where(mem.alloc == 1, 5, mem.free))
+    assert "not resident while it is written back" in bad(memory=early)
+    # the re-fetch on the off-chip link while the weight is fetched
+    clash = replace(mv, tstart=np.array([2, 12]), tend=np.array([6, 16]))
+    assert "overlap" in bad(moves=clash)
+    # more held than the capacity
+    fat = replace(mem, bits=mem.bits * 2)
+    assert "over its capacity" in bad(memory=fat)
 
 
 def test_an_operand_set_larger_than_the_core_is_refused():
@@ -111,11 +155,11 @@ def memory_instances(draw):
 @given(memory_instances(), st.sampled_from(["latency", "memory"]))
 def test_every_schedule_keeps_within_memory(inst, priority):
     """Every schedule returned passes verify, capacities included, at every instant; where the
-    scheduler gives up it says that eviction would be needed."""
+    scheduler gives up it says what may not be evicted."""
     try:
         sched = memory_list_schedule(inst, priority)
     except MemoryDeadlock as err:
-        assert "eviction" in str(err)
+        assert "may not be evicted" in str(err)
         return
     rep = check(inst, sched)
     assert rep.ok, rep.violations
@@ -187,14 +231,17 @@ def test_cli_memory_round_trip_and_bad_memories(tmp_path):
         assert run_cli("solve", path, "--method", "list", "--no-memory").returncode == 0
 
 
-def test_joint_keeps_the_memories_and_proves_the_wait_by_hand():
-    """The first test's instance: with room for one weight CP-SAT proves 10 (9 without)."""
+def test_joint_keeps_the_memories_by_hand():
+    """The first test's instance: with room for one weight CP-SAT finds 10 (9 without)."""
     free = instance([1, 1], [], [0, 0], dram=[(8, [0]), (8, [1])], capacity=[1000, 1000])
     tight = replace(free, capacity=np.array([8, 8]))
     for inst, best in ((free, 9), (tight, 10)):
         res = solve(inst, "joint", time_limit=20)
-        assert res.status is Status.OPTIMAL and res.objective == best
-        assert check(inst, res.solution).ok
+        assert res.objective == best and check(inst, res.solution).ok
+    # the model has no eviction, so its proof of 10 is no bound for schedules that may evict:
+    # the instance's bound is reported
+    assert res.status is Status.FEASIBLE and res.bound == tight.lower_bound() == 9
+    assert "holds only without eviction" in res.message
 
 
 @settings(max_examples=25, deadline=None)
@@ -209,3 +256,28 @@ def test_joint_schedules_keep_within_memory(inst):
     res = solve(inst, "joint", time_limit=10, warm_start=warm)
     assert check(inst, res.solution).ok
     assert res.objective <= warm.makespan(inst)
+
+
+def test_cli_eviction_round_trip(tmp_path):
+    """A schedule that evicts is written with its memory records and its evict/refetch
+    transfers, read back and verified from them; a file without the write-back is refused."""
+    edges = [(0, 2, 8), (1, 3, 8)]
+    inst = instance([1, 1, 1, 1], edges, [0, 0, 0, 0], dram=[(8, [2]), (8, [3])],
+                    capacity=[16, 16])  # fmt: skip
+    path, sol = tmp_path / "inst.json", tmp_path / "sol.json"
+    write_instance(inst, path)
+    r = run_cli("solve", path, "--method", "list", "--priority", "latency", "--out", sol)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(sol.read_text())
+    kinds = [t.get("kind", "transfer") for t in data["transfers"]]
+    assert kinds.count("evict") == 1 and kinds.count("refetch") == 1 and data["verified"]
+    assert len(data["memory"]) == 5
+    assert run_cli("verify", path, sol).returncode == 0
+    data["transfers"] = [t for t in data["transfers"] if t.get("kind") != "evict"]
+    sol.write_text(json.dumps(data))
+    r = run_cli("verify", path, sol)
+    assert r.returncode == 1 and "before the tensor is written back" in r.stdout + r.stderr
+    data["memory"][0]["tensor"] = "nope"
+    sol.write_text(json.dumps(data))
+    r = run_cli("verify", path, sol)
+    assert r.returncode == 2 and "memory/0/tensor" in r.stderr and "Traceback" not in r.stderr

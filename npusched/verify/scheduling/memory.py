@@ -1,0 +1,204 @@
+"""Check a routed schedule against its own ``memory`` records and eviction moves (Stream §III-E,
+§III-F), without trusting the method that produced them.
+
+A record ``(c, s, b, [α, ω))`` says core ``c`` holds ``b`` units of tensor ``s`` (a producer's
+output, or a DRAM tensor) over ``[α, ω)``. Data *arrives* in a record by the production of ``s``
+on ``c`` (``[start, end)`` of the producer), by the required transfer of ``s`` into ``c``, or by
+a re-fetch from DRAM; it is *ready* from the earliest such arrival's end. The checks:
+
+0. the records of one tensor on one core do not overlap;
+1. every arrival that takes space lies inside a record of its tensor on its core (the
+   destination's space is allocated from the transfer's start; a producer's output from its
+   start);
+2. every μop that keeps its operands on its core (not ``streamed``) has each of its inputs
+   (data producers and DRAM tensors) in a record that is ready by its start and lasts until its
+   end;
+3. every send (a required transfer of a buffered output, an eviction write-back) reads a record
+   of its tensor on its source core that is ready by the send's start and lasts until its end;
+4. an activation is re-fetched only after a write-back of it to DRAM has ended; DRAM tensors
+   are always in DRAM;
+5. every move lasts at least ``⌈data / min bandwidth⌉`` on its route.
+
+Capacity over the records is :func:`~npusched.verify.scheduling.routed.over_capacity`'s.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from npusched.problem.scheduling.routed import (
+    EVICT,
+    MOVE_KINDS,
+    REFETCH,
+    RoutedInstance,
+    RoutedSchedule,
+    Transfers,
+)
+
+NEVER = np.iinfo(np.int64).max
+
+
+def move_routes(inst: RoutedInstance, sched: RoutedSchedule) -> list[tuple[int, ...]]:
+    """The link route of each of the schedule's eviction moves (``-1``: the DRAM core)."""
+    mv = sched.moves
+    if mv is None:
+        return []
+    return [inst.route(a, b) for a, b in zip(mv.src_core.tolist(), mv.dst_core.tolist(),
+                                             strict=True)]  # fmt: skip
+
+
+def tensor_name(inst: RoutedInstance, s: int) -> str:
+    return f"DRAM tensor {inst.dram[-1 - s].name}" if s < 0 else f"output of {inst.graph.ids[s]}"
+
+
+def move_name(inst: RoutedInstance, sched: RoutedSchedule, k: int) -> str:
+    """How messages name eviction move ``k``."""
+    mv = sched.moves
+    assert mv is not None
+    cores = inst.accelerator.cores
+    a, b = int(mv.src_core[k]), int(mv.dst_core[k])
+    where = f"from core {cores[a].id}" if b < 0 else f"to core {cores[b].id}"
+    return f"{MOVE_KINDS[int(mv.kind[k])]} of {tensor_name(inst, int(mv.tensor[k]))} {where}"
+
+
+class _Records:
+    """The records of one schedule by (core, tensor), with each record's ready time."""
+
+    def __init__(self, sched: RoutedSchedule) -> None:
+        mem = sched.memory
+        assert mem is not None
+        self.mem = mem
+        self.by: dict[tuple[int, int], list[int]] = defaultdict(list)
+        for r, key in enumerate(zip(mem.core.tolist(), mem.tensor.tolist(), strict=True)):
+            self.by[key].append(r)
+        self.ready = np.full(mem.core.size, NEVER, dtype=np.int64)
+
+    def overlaps(self, inst: RoutedInstance) -> list[str]:
+        """Records of one tensor on one core that overlap (a core holds one copy at a time)."""
+        m, bad = self.mem, []
+        for (c, s), rs in self.by.items():
+            rs = sorted(rs, key=lambda r: int(m.alloc[r]))
+            for r, q in zip(rs, rs[1:], strict=False):
+                if m.alloc[q] < m.free[r]:
+                    on = inst.accelerator.cores[c].id
+                    bad.append(f"{tensor_name(inst, s)} is held twice on core {on} from cycle "
+                               f"{int(m.alloc[q])}")  # fmt: skip
+        return bad
+
+    def holding(self, c: int, s: int, a: int, b: int) -> int | None:
+        """A record of ``s`` on ``c`` over all of ``[a, b)``."""
+        m = self.mem
+        for r in self.by.get((c, s), ()):
+            if m.alloc[r] <= a and m.free[r] >= b:
+                return r
+        return None
+
+    def arrive(self, c: int, s: int, a: int, b: int) -> bool:
+        r = self.holding(c, s, a, b)
+        if r is None:
+            return False
+        self.ready[r] = min(self.ready[r], b)
+        return True
+
+    def serves(self, c: int, s: int, a: int, b: int) -> bool:
+        """Ready by ``a`` and held until ``b``."""
+        m = self.mem
+        return any(
+            m.alloc[r] <= a and m.free[r] >= b and self.ready[r] <= a
+            for r in self.by.get((c, s), ())
+        )
+
+
+def memory_violations(
+    inst: RoutedInstance, sched: RoutedSchedule, tr: Transfers, name: Any
+) -> list[str]:
+    """Checks 1–5 of the module docstring; ``name(t)`` names required transfer ``t``."""
+    g, cores, ids = inst.graph, inst.accelerator.cores, inst.graph.ids
+    mv = sched.moves
+    recs = _Records(sched)
+    bad = recs.overlaps(inst)
+    streamed = inst.is_streamed
+    start, end, core = sched.start, sched.end(inst), sched.core
+    output = np.zeros(inst.n, dtype=np.int64)
+    np.maximum.at(output, g.src, g.bytes)
+    buffered = (output > 0) & ~streamed
+    for p in np.flatnonzero(buffered).tolist():  # 1: arrivals
+        c = int(core[p])
+        if not recs.arrive(c, p, int(start[p]), int(end[p])):
+            bad.append(f"output of {ids[p]}: no record on core {cores[c].id} over its run")
+    for t in range(tr.size):
+        if not streamed[tr.serves[t]].all():
+            s, c = tr.key(t)
+            if not recs.arrive(c, s, int(sched.tstart[t]), int(sched.tend[t])):
+                bad.append(f"{name(t)}: no space allocated on its core from its start")
+    moves = range(mv.size) if mv is not None else range(0)
+    for k in moves:
+        assert mv is not None
+        if mv.kind[k] == REFETCH and not recs.arrive(
+            int(mv.dst_core[k]), int(mv.tensor[k]), int(mv.tstart[k]), int(mv.tend[k])
+        ):
+            bad.append(f"{move_name(inst, sched, k)}: no space allocated from its start")
+    bad += _inputs(inst, sched, recs)
+    for t in range(tr.size):  # 3: sends
+        s = int(tr.src[t])
+        ts, te = int(sched.tstart[t]), int(sched.tend[t])
+        if s >= 0 and buffered[s] and not recs.serves(int(core[s]), s, ts, te):
+            bad.append(f"{name(t)}: its data is not resident on core {cores[core[s]].id} "
+                       "while it is sent")  # fmt: skip
+    written: defaultdict[int, int] = defaultdict(lambda: int(NEVER))
+    for k in moves:
+        assert mv is not None
+        s, a, ts, te = int(mv.tensor[k]), int(mv.src_core[k]), int(mv.tstart[k]), int(mv.tend[k])
+        label = move_name(inst, sched, k)
+        if (mv.kind[k] == EVICT) != (a >= 0 and mv.dst_core[k] < 0) or (
+            mv.kind[k] == EVICT and s < 0
+        ):
+            bad.append(f"{label}: a write-back goes from a core to DRAM with an output, a "
+                       "re-fetch from DRAM to a core")  # fmt: skip
+            continue
+        if mv.kind[k] == EVICT:
+            if not recs.serves(a, s, ts, te):
+                bad.append(f"{label}: its data is not resident while it is written back")
+            written[s] = min(written[s], te)
+        data = int(output[s]) if s >= 0 else inst.dram[-1 - s].data
+        cyc = inst.topology.cycles(data, inst.route(a, int(mv.dst_core[k])))
+        if te - ts < cyc:
+            bad.append(f"{label} takes {te - ts} cycles, less than {cyc}")
+    for k in moves:  # 4: re-fetched activations were written back first
+        assert mv is not None
+        s = int(mv.tensor[k])
+        if mv.kind[k] == REFETCH and s >= 0 and written[s] > mv.tstart[k]:
+            bad.append(f"{move_name(inst, sched, k)} starts at {int(mv.tstart[k])}, before "
+                       "the tensor is written back to DRAM")  # fmt: skip
+    return bad[:100]
+
+
+def _inputs(inst: RoutedInstance, sched: RoutedSchedule, recs: _Records) -> list[str]:
+    """Check 2: the inputs of every buffered μop are resident and ready while it runs."""
+    g, ids, cores = inst.graph, inst.graph.ids, inst.accelerator.cores
+    start, end, core = sched.start, sched.end(inst), sched.core
+    streamed = inst.is_streamed
+    inputs: dict[int, set[int]] = defaultdict(set)
+    data = g.bytes > 0
+    for p, q in zip(g.src[data].tolist(), g.dst[data].tolist(), strict=True):
+        inputs[q].add(p)
+    for k, tensor in enumerate(inst.dram):
+        if tensor.data > 0:
+            for q in tensor.consumers.tolist():
+                inputs[q].add(-1 - k)
+    bad = []
+    for q, srcs in inputs.items():
+        if streamed[q]:
+            continue
+        c, a, b = int(core[q]), int(start[q]), int(end[q])
+        for s in sorted(srcs):
+            if s >= 0 and streamed[s] and core[s] == c:
+                continue  # a streamed producer's output stays in DRAM
+            if not recs.serves(c, s, a, b):
+                what = tensor_name(inst, s)
+                bad.append(f"μop {ids[q]} on core {cores[c].id}: its input {what} is not "
+                           f"resident and ready over [{a}, {b})")  # fmt: skip
+    return bad
