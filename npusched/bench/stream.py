@@ -13,13 +13,17 @@ On each Stream export (default: the two shared ones) with Stream's allocation it
   the latency-priority list, and ``lns`` (the large-neighbourhood search on that model), each
   under ``--time-limit``;
 
-and with ``--ga G,P`` Stream's allocation GA (``npusched allocate``, limited to ``--time-limit``)
-followed by the list, ``joint`` and ``lns`` on its best allocation. It verifies every schedule
-against the instance *with* capacities, and prints a Markdown table:
-makespan, ratio to Stream's makespan, the instance's lower bound, each core's peak resident data
-over its capacity, whether the schedule passes verify with memory, and seconds (the bound: the
-instance's lower bound, or CP-SAT's where better). With ``--doc``
-the table replaces the part of that file between ``<!-- tables -->`` and ``<!-- /tables -->``.
+then both list priorities with every memory cut to ``--scale`` (default 0.1) of Stream's, but
+never below the largest operand set a core must hold, where the list has to evict; and with
+``--ga G,P`` Stream's allocation GA (``npusched allocate``, limited to ``--time-limit``) followed
+by the list, ``joint`` and ``lns`` on its best allocation, and the exact allocation model under
+LNS from that allocation (``npusched allocate --method cpsat``'s second half, ``--time-limit``).
+It verifies every schedule against the instance *with* capacities, and prints a Markdown table:
+makespan, ratio to Stream's makespan, the bound (the instance's lower bound; for a fixed
+allocation's, the allocation's), each core's peak resident data over its capacity, the
+evictions (write-backs / re-fetches), whether the schedule passes verify with memory, and
+seconds. With ``--doc`` the table replaces the part of that file between ``<!-- tables -->``
+and ``<!-- /tables -->``.
 """
 
 from __future__ import annotations
@@ -27,8 +31,11 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from npusched.bench.doc import publish
 from npusched.common.jsonio import read_json
@@ -36,8 +43,9 @@ from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_li
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.io.stream import allocation_groups, read_stream, stream_from_dict
 from npusched.methods import solve
-from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
+from npusched.problem.scheduling.routed import EVICT, REFETCH, RoutedInstance, RoutedSchedule
 from npusched.search.allocation import Units, run_ga
+from npusched.search.allocation_lns import allocation_lns
 from npusched.verify import check
 from npusched.verify.scheduling.routed import memory_peaks
 
@@ -46,7 +54,11 @@ EXPORTS = ("tiny_res16_tpu_quad_core_fused.json", "resnet18_tpu_quad_core_fused.
 
 
 def run_export(
-    path: Path, time_limit: float = 60, threads: int = 2, ga: tuple[int, int] | None = None
+    path: Path,
+    time_limit: float = 60,
+    threads: int = 2,
+    ga: tuple[int, int] | None = None,
+    scale: float = 0.1,
 ) -> list[dict[str, Any]]:
     """Rows for the export at ``path`` with memory enforced: every scheduler on Stream's
     allocation; with ``ga = (generations, population)`` also the allocation GA (its best
@@ -72,6 +84,13 @@ def run_export(
         (f"joint, memory, {time_limit:g} s", exact("joint")),
         (f"lns, memory, {time_limit:g} s", exact("lns")),
     ])  # fmt: skip
+    assert inst.capacity is not None
+    need = np.where(inst.mask, inst.operand_data()[:, None], 0).max(axis=0)
+    small = replace(inst, capacity=np.maximum((inst.capacity * scale).astype(np.int64), need))
+    rows += _rows(small, f"Stream's, memories x{scale:g}", [
+        ("list, memory, latency priority", latency),
+        ("list, memory, memory priority", lambda i: (memory_list_schedule(i, "memory"), None)),
+    ])  # fmt: skip
     if ga is None:
         return rows
     data = read_json(path)
@@ -86,6 +105,16 @@ def run_export(
         (f"joint, memory, {time_limit:g} s", exact("joint")),
         (f"lns, memory, {time_limit:g} s", exact("lns")),
     ])  # fmt: skip
+    t0 = time.perf_counter()
+    lns = allocation_lns(free, units, units.core_of(front.genomes[front.best()]), time_limit,
+                         threads=threads)  # fmt: skip
+    lns_s = time.perf_counter() - t0
+    rows += _rows(free.restricted(lns.core), "exact model's (LNS)", [
+        (f"allocation LNS from the GA's best, {lns.rounds} rounds, {time_limit:g} s",
+         lambda i: (lns.schedule, None)),
+    ])  # fmt: skip
+    rows[-1]["seconds"] = lns_s
+    rows[-1]["bound"] = free.lower_bound()
     return rows
 
 
@@ -114,6 +143,8 @@ def _rows(
         row["ratio"] = row["makespan"] / stream if stream else None
         row["bound"] = max(inst.lower_bound(), int(bound or 0))
         row["peaks"] = memory_peaks(inst, sched).tolist()
+        kinds = sched.moves.kind if sched.moves is not None else np.zeros(0)
+        row["moves"] = [int((kinds == EVICT).sum()), int((kinds == REFETCH).sum())]
         row["capacity"] = [] if inst.capacity is None else inst.capacity.tolist()
         rows.append(row)
     return rows
@@ -126,19 +157,21 @@ def _peaks(capacity: list[int], peaks: list[int]) -> str:
 def table(rows: list[dict[str, Any]]) -> str:
     head = (
         "| export | allocation | method | makespan | / Stream's | bound | peak / capacity per "
-        "core | verify with memory | s |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+        "core | write-backs / re-fetches | verify with memory | s |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     )
     lines = [head]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['export']} | {r['allocation']} | {r['method']} | – | – | – | "
-                         f"{r['error']} | – | – |")  # fmt: skip
+                         f"{r['error']} | – | – | – |")  # fmt: skip
             continue
         ratio = "–" if r["ratio"] is None else f"{r['ratio']:.3f}"
         lines.append(
             f"| {r['export']} | {r['allocation']} | {r['method']} | {r['makespan']} | {ratio} | "
             f"{r['bound']} | "
-            f"{_peaks(r['capacity'], r['peaks'])} | {'ok' if r['ok'] else 'FAILED'} | "
+            f"{_peaks(r['capacity'], r['peaks'])} | {r['moves'][0]} / {r['moves'][1]} | "
+            f"{'ok' if r['ok'] else 'FAILED'} | "
             f"{r['seconds']:.2f} |"
         )
     return "\n".join(lines)
@@ -159,10 +192,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-limit", type=float, default=60.0, help="joint's seconds (60)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--ga", type=_pair, help="G,P: also search allocations (Stream's GA)")
+    p.add_argument(
+        "--scale",
+        type=float,
+        default=0.1,
+        help="memories of the evicting rows, a share of Stream's (0.1)",
+    )
     p.add_argument("--doc", type=Path, help="Markdown file whose tables block is replaced")
     args = p.parse_args(argv)
     paths = args.exports or [SHARED / name for name in EXPORTS]
-    rows = [r for path in paths for r in run_export(path, args.time_limit, args.threads, args.ga)]
+    rows = []
+    for path in paths:
+        rows += run_export(path, args.time_limit, args.threads, args.ga, args.scale)
     publish(table(rows), args.doc)
     return 0
 

@@ -1,10 +1,15 @@
 """``npusched allocate``: Stream's layer–core allocation search on a Stream export (§III-D), each
 allocation scheduled by the memory-aware list with every core's memory enforced.
 
+``--method ga`` is Stream's GA (:mod:`npusched.search.allocation`); ``--method cpsat`` runs the GA
+for half the time limit and then the exact allocation model under LNS from the GA's best
+(:mod:`npusched.search.allocation_lns`) for the rest.
+
 Writes into ``--out-dir``: ``front.json`` (every allocation on the Pareto front of makespan and
-peak memory, with each unit's core, and Stream's allocation for reference), ``front.png``, and
-for the allocation with the shortest makespan ``instance.json`` (the export with that allocation
-fixed and the memories as capacities) and ``solution.json`` (DESIGN's contract, verified).
+peak memory, with each unit's core, and Stream's allocation for reference; with cpsat the LNS's
+record), ``front.png``, and for the allocation with the shortest makespan ``instance.json`` (the
+export with that allocation fixed and the memories as capacities) and ``solution.json``
+(DESIGN's contract, verified).
 """
 
 from __future__ import annotations
@@ -47,24 +52,35 @@ def run(args: argparse.Namespace) -> int:
         bar.update(gen - bar.n)
         bar.set_postfix(best_makespan=f"{best:.0f}")
 
-    limit = args.time_limit
-    if limit is not None:  # what is left once the export is read, less the files' share
-        limit = max(0.01, limit - (time.perf_counter() - started) - OUTPUT_RESERVE)
+    def left() -> float | None:  # what is left of the limit, less the files' share
+        if args.time_limit is None:
+            return None
+        return max(0.01, args.time_limit - (time.perf_counter() - started) - OUTPUT_RESERVE)
+
+    limit = left()
+    if limit is not None and args.method == "cpsat":
+        limit /= 2  # the other half for the exact model
     spec = args.executor if args.workers != 1 or args.executor.startswith("dask://") else "serial"
     with open_executor(spec, args.workers) as executor:
         front = run_ga(inst, units, args.generations, args.population, args.seed, executor,
                        progress, limit, energy)  # fmt: skip
     bar.close()
     if not front.front.size:
-        raise ValueError("no allocation found whose schedule fits the memories without eviction")
+        raise ValueError("no allocation found whose schedule fits the memories")
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    lns = None
+    if args.method == "cpsat":
+        lns = exact_allocation(inst, units, front, left(), args, energy)
+        fixed = inst.restricted(lns.core)
+        res = lns_result(fixed, lns, args)
+    else:
+        fixed = inst.restricted(units.core_of(front.genomes[front.best()]))
+        res = solve(fixed, "list", priority="latency")
     best = front.best()
-    fixed = inst.restricted(units.core_of(front.genomes[best]))
-    res = solve(fixed, "list", priority="latency")
     write_instance(fixed, out / "instance.json")
     write_solution(out / "solution.json", fixed, res, "instance.json")
-    write_json(out / "front.json", report(inst, units, front, ref, args))
+    write_json(out / "front.json", report(inst, units, front, ref, args, lns))
     pareto_front(front.makespan, front.peak, front.front, out / "front.png", ref,
                  f"{inst.name}: {len(front.genomes)} allocations", inst.data_unit,
                  front.energy)  # fmt: skip
@@ -79,7 +95,52 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def report(inst: Any, units: Any, front: Any, ref: Any, args: argparse.Namespace) -> dict:
+def exact_allocation(
+    inst: Any,
+    units: Any,
+    front: Any,
+    limit: float | None,
+    args: argparse.Namespace,
+    energy: Any,
+) -> Any:
+    """The exact allocation model under LNS from the GA's best; its allocation joins the
+    evaluated ones (``front`` is updated in place)."""
+    from tqdm import tqdm
+
+    from npusched.search.allocation import peak_total
+    from npusched.search.allocation_lns import allocation_lns
+
+    start = units.core_of(front.genomes[front.best()])
+    bar = tqdm(desc="lns", unit="round", disable=None)
+
+    def progress(rounds: int, best: int) -> None:
+        bar.update(rounds - bar.n)
+        bar.set_postfix(best_makespan=best)
+
+    lns = allocation_lns(inst, units, start, limit, args.seed, args.lns_units, args.lns_step,
+                         threads=args.threads, progress=progress)  # fmt: skip
+    bar.close()
+    fixed = inst.restricted(lns.core)
+    front.add(units.genome(lns.core), lns.makespan, peak_total(fixed, lns.schedule), energy, units)
+    return lns
+
+
+def lns_result(fixed: Any, lns: Any, args: argparse.Namespace) -> Any:
+    """The LNS's best schedule as a solver result (its bound: the free instance's)."""
+    from npusched.solvers.result import Result, Status, TracePoint
+
+    status = Status.OPTIMAL if lns.makespan == lns.bound else Status.FEASIBLE
+    trace = [TracePoint(t, float(ms), float(lns.bound)) for t, ms in lns.history]
+    return Result(status, "allocate-cpsat", "cpsat", float(lns.makespan), float(lns.bound),
+                  solution=lns.schedule, trace=trace, threads=args.threads, seed=args.seed,
+                  time_limit=args.time_limit,
+                  stats={"rounds": lns.rounds, "improvements": lns.improvements},
+                  message="bound = the free instance's lower_bound()")  # fmt: skip
+
+
+def report(
+    inst: Any, units: Any, front: Any, ref: Any, args: argparse.Namespace, lns: Any = None
+) -> dict:
     """``front.json``: the run's settings, Stream's allocation's point and the front."""
     cores = inst.accelerator.cores
     layer = inst.layer
@@ -106,6 +167,17 @@ def report(inst: Any, units: Any, front: Any, ref: Any, args: argparse.Namespace
         "evaluated": int(len(front.genomes)),
         "infeasible": int((~front.feasible).sum()),
         "best_makespan_per_generation": front.history,
+        "lns": None
+        if lns is None
+        else {
+            "start_makespan": lns.start_makespan,
+            "makespan": lns.makespan,
+            "bound": lns.bound,
+            "rounds": lns.rounds,
+            "improvements": lns.improvements,
+            "free_units": args.lns_units,
+            "step_s": args.lns_step,
+        },
         "front": [
             {
                 "makespan": front.makespan[k],
@@ -122,8 +194,23 @@ def add_parser(sub: Any) -> None:
     """Add the ``allocate`` verb to ``sub`` (from ``ArgumentParser.add_subparsers``)."""
     a = sub.add_parser("allocate", help="Stream's layer-core allocation search (NSGA-II)")
     a.add_argument("export", help="Stream export (stream_instance/v1) with its cores' memories")
-    a.add_argument("--method", choices=["ga"], default="ga",
-                   help="ga: NSGA-II over latency and peak memory (pymoo)")  # fmt: skip
+    a.add_argument("--method", choices=["ga", "cpsat"], default="ga",
+                   help="ga: NSGA-II over latency and peak memory (pymoo); cpsat: the GA for "
+                   "half the time, then the exact allocation model (CP-SAT, one allocation per "
+                   "unit) under LNS from the GA's best")  # fmt: skip
+    a.add_argument(
+        "--lns-units",
+        type=positive_int,
+        default=2,
+        help="cpsat: units whose core is free in each neighbourhood (default 2)",
+    )
+    a.add_argument(
+        "--lns-step",
+        type=positive_float,
+        default=5.0,
+        help="cpsat: seconds per neighbourhood (default 5)",
+    )
+    a.add_argument("--threads", type=positive_int, default=1, help="cpsat: CP-SAT workers")
     a.add_argument("--generations", type=positive_int, default=10, help="default 10")
     a.add_argument("--population", type=positive_int, default=16, help="default 16")
     a.add_argument("--seed", type=int, default=0)

@@ -25,7 +25,7 @@ from npusched.problem.scheduling.routed import (
     required_transfers,
 )
 from npusched.verify import check
-from npusched.verify.scheduling.memory import move_routes
+from npusched.verify.scheduling.memory import move_bits, move_routes
 from npusched.verify.scheduling.routed import residency
 
 
@@ -116,6 +116,8 @@ def _routed_transfers(inst: RoutedInstance, sched: RoutedSchedule) -> list[dict[
     unit = "bits" if inst.data_unit == "bits" else "bytes"
     out = []
     for t in range(tr.size):
+        if sched.tstart[t] < 0 and sched.tend[t] < 0:
+            continue  # replaced by a re-fetch (a move below)
         s = int(tr.src[t])
         serves = [ids[j] for j in tr.serves[t].tolist()]
         rec: dict[str, Any] = (
@@ -144,8 +146,7 @@ def _move_rows(inst: RoutedInstance, sched: RoutedSchedule) -> list[dict[str, An
         return []
     cores, links, dram = inst.accelerator.cores, inst.topology.links, inst.topology.dram
     unit = "bits" if inst.data_unit == "bits" else "bytes"
-    output = np.zeros(inst.n, dtype=np.int64)
-    np.maximum.at(output, inst.graph.src, inst.graph.bytes)
+    bits = move_bits(inst, sched)
     rows = []
     for k, route in enumerate(move_routes(inst, sched)):
         s, a, b = int(mv.tensor[k]), int(mv.src_core[k]), int(mv.dst_core[k])
@@ -155,7 +156,7 @@ def _move_rows(inst: RoutedInstance, sched: RoutedSchedule) -> list[dict[str, An
             "tensor": _tensor_ref(inst, s),
             "src_core": dram if a < 0 else cores[a].id,
             "dst_core": dram if b < 0 else cores[b].id,
-            unit: int(output[s]) if s >= 0 else inst.dram[-1 - s].data,
+            unit: int(bits[k]),
             "links": [links[x].id for x in route],
             "start": int(mv.tstart[k]),
             "end": int(mv.tend[k]),

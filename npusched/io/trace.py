@@ -24,6 +24,7 @@ from npusched.common.jsonio import write_json
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
 from npusched.problem.scheduling.schedule import Schedule
+from npusched.verify.scheduling.memory import move_bits, move_name, move_routes
 from npusched.verify.scheduling.schedule import edge_delays
 
 CORES, LINKS, DRAM = 1, 2, 3
@@ -93,14 +94,23 @@ def _link_events(inst: RoutedInstance, sched: RoutedSchedule) -> list[dict[str, 
     events = _names(LINKS, "links", {r: label[r] for r in sorted(names) if r not in offchip})
     events += _names(DRAM, "DRAM port", {r: label[r] for r in sorted(offchip)})
     core_id = [c.id for c in inst.base.accelerator.cores]
+    spans = []
     for t in range(tr.size):
-        src = int(tr.src[t])
-        what = str(ids[src]) if src >= 0 else inst.dram[-1 - src].name
-        name = f"{what} -> core {core_id[int(tr.dst_core[t])]}"
-        for r in sorted({int(topo.resource_of[k]) for k in tr.route[t]}):
+        if sched.tstart[t] >= 0:
+            src = int(tr.src[t])
+            what = str(ids[src]) if src >= 0 else inst.dram[-1 - src].name
+            name = f"{what} -> core {core_id[int(tr.dst_core[t])]}"
+            spans.append((name, tr.route[t], int(sched.tstart[t]), int(sched.tend[t]),
+                          int(tr.data[t])))  # fmt: skip
+    mv, bits = sched.moves, move_bits(inst, sched)
+    for k, route in enumerate(move_routes(inst, sched)):
+        assert mv is not None
+        spans.append((move_name(inst, sched, k), route, int(mv.tstart[k]), int(mv.tend[k]),
+                      int(bits[k])))  # fmt: skip
+    for name, route, ts, te, data in spans:
+        for r in sorted({int(topo.resource_of[x]) for x in route}):
             pid = DRAM if r in offchip else LINKS
-            events.append(_span(pid, r, name, int(sched.tstart[t]), int(sched.tend[t]),
-                                data=int(tr.data[t])))  # fmt: skip
+            events.append(_span(pid, r, name, ts, te, data=data))
     return events
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from npusched.plot._figure import finish
 from npusched.problem import Schedule, SchedulingInstance
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
+from npusched.verify.scheduling.memory import move_routes
 
 
 def _transfers(
@@ -28,26 +29,27 @@ def _transfers(
 
 
 def _link_rows(ax: plt.Axes, inst: RoutedInstance, sched: RoutedSchedule) -> list[str]:
-    """One row per link (bus) under the cores: its transfers, DRAM fetches in red."""
+    """One row per link (bus) under the cores: its transfers, DRAM fetches in red, eviction
+    write-backs and re-fetches in purple."""
     tr = required_transfers(inst, sched.core)
     topo = inst.topology
+    spans = [(route, int(sched.tstart[t]), int(sched.tend[t]),
+              "tab:red" if tr.src[t] < 0 else "tab:orange")
+             for t, route in enumerate(tr.route) if sched.tstart[t] >= 0]  # fmt: skip
+    mv = sched.moves
+    if mv is not None:
+        spans += [(route, int(mv.tstart[k]), int(mv.tend[k]), "tab:purple")
+                  for k, route in enumerate(move_routes(inst, sched))]  # fmt: skip
     rows: dict[int, int] = {}
     names: list[str] = []
-    for t, route in enumerate(tr.route):
+    for route, ts, te, color in spans:
         for x in route:
             r = int(topo.resource_of[x])
             if r not in rows:
                 rows[r] = inst.m + len(rows)
                 names.append(f"link {topo.links[x].id}")
-            ax.barh(
-                rows[r],
-                int(sched.tend[t] - sched.tstart[t]),
-                left=int(sched.tstart[t]),
-                height=0.6,
-                color="tab:red" if tr.src[t] < 0 else "tab:orange",
-                edgecolor="black",
-                linewidth=0.2,
-            )
+            ax.barh(rows[r], te - ts, left=ts, height=0.6, color=color, edgecolor="black",
+                    linewidth=0.2)  # fmt: skip
     return names
 
 

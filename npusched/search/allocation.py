@@ -14,8 +14,9 @@ priority, every core's memory a hard capacity) and scored by two objectives, bot
 - **peak memory**: the largest total data resident on all cores at one instant (Stream's Fig. 7:
   "the total memory usage trace of all cores, of which the maximum is the peak").
 
-An allocation whose schedule would need eviction (:class:`MemoryDeadlock`) violates the one
-constraint and loses every comparison with a feasible one (pymoo's constraint domination).
+The list evicts where it must (FIFO, Stream §III-E); an allocation whose schedule cannot keep
+within the memories even so (:class:`MemoryDeadlock`) violates the one constraint and loses
+every comparison with a feasible one (pymoo's constraint domination).
 
 Operators, as §III-D gives them: crossover with probability 0.3, mutation with probability 0.7, a
 mutation being a *bit flip* (one unit to another of its cores) or a *position flip* (two units
@@ -144,6 +145,22 @@ class Front:
         """The feasible genome with the shortest makespan (then the lowest peak)."""
         ok = np.flatnonzero(self.feasible)
         return int(ok[np.lexsort((self.peak[ok], self.makespan[ok]))[0]])
+
+    def add(
+        self, genome: np.ndarray, makespan: float, peak: float, energy: Any, units: Units
+    ) -> None:
+        """Add a feasible genome evaluated elsewhere (the exact model's) and recompute the
+        front; ``energy`` is the CN energy table when energy is an objective."""
+        self.genomes = np.vstack([self.genomes, np.asarray(genome)[None, :]])
+        self.makespan = np.append(self.makespan, float(makespan))
+        self.peak = np.append(self.peak, float(peak))
+        self.feasible = np.append(self.feasible, True)
+        f = np.column_stack([self.makespan, self.peak])
+        if self.energy is not None:
+            self.energy = np.append(self.energy, compute_energy(units, genome, energy))
+            f = np.column_stack([f, self.energy])
+        ok = np.flatnonzero(self.feasible)
+        self.front = ok[non_dominated(f[ok])]
 
 
 def non_dominated(f: np.ndarray) -> np.ndarray:

@@ -6,9 +6,12 @@ allowed cores; ``D(p)`` consumers of data from ``p`` (edges with data > 0); ``τ
 transfer of ``p``'s output from core ``a`` to core ``c``, present iff ``p`` is on ``a`` and some
 consumer on ``c ≠ a``; ``ω_kc`` DRAM tensor ``k`` sent to core ``c``. Every transfer interval has
 the fixed length ``⌈data / min bandwidth on its route⌉`` and joins the NoOverlap of every link
-(bus) on its route. With memory capacities (fixed allocation) every lifetime of
+(bus) on its route. With memory capacities every lifetime of
 :func:`~npusched.verify.scheduling.routed.residency` is an interval ``[α, ω)`` in a cumulative of
-the core's capacity ``M_c`` (Stream §III-F as constraints).
+the core's capacity ``M_c`` (Stream §III-F as constraints), optional where the allocation is
+free (present with its copy). The model has no eviction. With ``units`` (one allocation unit per
+μop, Stream's layers) the μops of a unit share one allocation literal ``y_uk`` per core: the
+exact allocation model of :mod:`npusched.search.allocation_lns`.
 """
 
 from __future__ import annotations
@@ -31,17 +34,19 @@ class RoutedModel:
         The instance (fixed or free allocation).
     horizon
         Makespan of a known schedule: an upper bound for every time variable.
+    units
+        Optional allocation unit of each μop: μops of one unit with a choice of core share their
+        literals (they must allow the same cores).
     """
 
-    def __init__(self, inst: RoutedInstance, horizon: int) -> None:
-        if inst.capacity is not None and not inst.fixed_allocation:
-            raise ValueError(
-                "memory capacities are modelled for a fixed allocation only (pass --no-memory "
-                "with --free-allocation, or search allocations with npusched allocate)"
-            )
+    def __init__(self, inst: RoutedInstance, horizon: int, units: Any = None) -> None:
         self.inst, self.H = inst, int(horizon)
+        self.units = None if units is None else np.asarray(units, dtype=np.int64)
         self.model = cp_model.CpModel()
-        self.life: dict[tuple[int, int], Any] = {}
+        self.life: dict[tuple[int, int, int], Any] = {}
+        self.present: dict[tuple[int, int, int], Any] = {}  # transfer literal (or True)
+        self._cycles: dict[tuple[int, int, int], int] = {}
+        self._users: dict[tuple[int, int, int], Any] = {}
         self.res_intervals: dict[int, list[Any]] = defaultdict(list)
         self.core_intervals: dict[int, list[Any]] = defaultdict(list)
         for add in (
@@ -68,6 +73,7 @@ class RoutedModel:
         inst, m = self.inst, self.model
         d = inst.duration
         self.s, self.e, self.x = [], [], []
+        shared: dict[int, dict[int, Any]] = {}
         for i in range(inst.n):
             ks = np.flatnonzero(inst.mask[i]).tolist()
             s = m.new_int_var(0, self.H, f"s{i}")
@@ -77,12 +83,20 @@ class RoutedModel:
                 x[ks[0]] = True
                 self.core_intervals[ks[0]].append(m.new_interval_var(s, int(d[i, ks[0]]), e, ""))
             else:
+                u = None if self.units is None else int(self.units[i])
+                if u is not None and u in shared:
+                    if sorted(shared[u]) != ks:
+                        raise ValueError(f"the μops of allocation unit {u} allow different cores")
+                    x = shared[u]
+                else:
+                    x = {k: m.new_bool_var(f"x{i},{k}") for k in ks}
+                    m.add_exactly_one(x.values())
+                    if u is not None:
+                        shared[u] = x
                 for k in ks:
-                    x[k] = m.new_bool_var(f"x{i},{k}")
                     self.core_intervals[k].append(
                         m.new_optional_interval_var(s, int(d[i, k]), e, x[k], "")
                     )
-                m.add_exactly_one(x.values())
             self.s.append(s)
             self.e.append(e)
             self.x.append(x)
@@ -96,8 +110,11 @@ class RoutedModel:
         for p, q in zip(g.src.tolist(), g.dst.tolist(), strict=True):
             self.model.add(self.e[p] <= self.s[q])
 
-    def _transfer(self, key: tuple[int, int, int], data: int, route: tuple[int, ...], lit: Any):
-        """An interval of ``⌈data / bw⌉`` cycles on ``route``, present when ``lit``."""
+    def _transfer(
+        self, key: tuple[int, int, int], data: int, route: tuple[int, ...], lit: Any, users: Any
+    ) -> tuple[Any, int]:
+        """An interval of ``⌈data / bw⌉`` cycles on ``route``, present when ``lit``, for the
+        μops ``users`` (those that may wait for it)."""
         m = self.model
         cyc = self.inst.topology.cycles(data, route)
         t = m.new_int_var(0, self.H, f"t{key}")
@@ -109,6 +126,8 @@ class RoutedModel:
         for x in route:
             self.res_intervals[int(self.inst.topology.resource_of[x])].append(iv)
         self.tstart[key] = t
+        self.present[key], self._cycles[key] = lit, cyc
+        self._users[key] = np.asarray(users, dtype=np.int64)
         return t, cyc
 
     def _output_transfers(self) -> None:
@@ -141,7 +160,7 @@ class RoutedModel:
                         for q in users:
                             both = [v for v in (pa, self._lit(q, c)) if v is not True]
                             m.add_bool_or([lit, *[v.Not() for v in both]])
-                    t, cyc = self._transfer((p, a, c), data, inst.route(a, c), lit)
+                    t, cyc = self._transfer((p, a, c), data, inst.route(a, c), lit, users)
                     m.add(t >= self.e[p]).only_enforce_if([] if lit is True else [lit])
                     for q in users:
                         cond = [v for v in (pa, self._lit(q, c)) if v is not True]
@@ -166,7 +185,8 @@ class RoutedModel:
                     lit = m.new_bool_var(f"w{k},{c}")
                     for q in users:
                         m.add_implication(self._lit(q, c), lit)
-                t, cyc = self._transfer((-1 - k, -1, c), tensor.data, inst.route(-1, c), lit)
+                key = (-1 - k, -1, c)
+                t, cyc = self._transfer(key, tensor.data, inst.route(-1, c), lit, users)
                 for q in users:
                     cond = [v for v in (self._lit(q, c),) if v is not True]
                     m.add(self.s[q] >= t + cyc).only_enforce_if(cond)
@@ -191,51 +211,58 @@ class RoutedModel:
                 self.model.add_no_overlap(ivs)
 
     def _memory(self) -> None:
-        """Each core holds at most its capacity at every instant. A producer's output lives from
-        its start until its last local data consumer and its last send end; data received on a
-        core from its transfer's start until the last μop it serves there ends; data of
-        streamed μops takes no room.
+        r"""Each core holds at most its capacity at every instant. A producer's output lives on
+        its core ``a`` from its start until its last local data consumer and its last send end;
+        data received on core ``c`` from its transfer's start until the last μop it serves there
+        ends; data of streamed μops takes no room. Each lifetime is present with its copy
+        (``x_pa``, ``τ_pac``, ``ω_kc``).
 
-        .. math:: \\omega_p \\ge e_q \\ (q \\in D(p) \\text{ local}), \\quad
-                  \\omega_p \\ge t_{pac} + \\lceil b_p / B \\rceil, \\quad
-                  \\omega_{\\tau} \\ge e_q \\ (q \\text{ served by } \\tau), \\quad
-                  \\text{Cumulative}(\\{[\\alpha, \\omega)\\}, b, M_c) \\ \\forall c
+        .. math:: \omega_{pa} \ge e_q \Leftarrow x_{qa} \ (q \in D(p)), \quad
+                  \omega_{pa} \ge t_{pac} + \lceil b_p / B \rceil \Leftarrow \tau_{pac},
+                  \quad \omega_{\tau} \ge e_q \Leftarrow x_{qc} \ (q \text{ served by }
+                  \tau), \quad \text{Cumulative}(\{[\alpha, \omega)\}, b, M_c) \ \forall c
         """
         inst = self.inst
         if inst.capacity is None:
             return
-        core = np.argmax(inst.mask, axis=1)
-        tr = required_transfers(inst, core)
-        streamed = inst.is_streamed
-        g = inst.graph
+        g, streamed = inst.graph, inst.is_streamed
         output = np.zeros(inst.n, dtype=np.int64)
         np.maximum.at(output, g.src, g.bytes)
-        until: dict[tuple[int, int], list[Any]] = defaultdict(list)
-        begin: dict[tuple[int, int], tuple[Any, int]] = {}
+        # lifetime (tensor, from, on) -> (start, bits, presence, [(end term, condition)])
+        life: dict[tuple[int, int, int], tuple[Any, int, Any, list[tuple[Any, list[Any]]]]] = {}
         for p in np.flatnonzero((output > 0) & ~streamed).tolist():
-            begin[(p, int(core[p]))] = (self.s[p], int(output[p]))
-            until[(p, int(core[p]))].append(self.e[p])
+            for a, lit in self.x[p].items():
+                life[(p, a, a)] = (self.s[p], int(output[p]), lit, [(self.e[p], [])])
         for e in np.flatnonzero(g.bytes > 0).tolist():
             p, q = int(g.src[e]), int(g.dst[e])
-            if (p, int(core[q])) in begin and core[p] == core[q]:
-                until[(p, int(core[q]))].append(self.e[q])
-        for t in range(tr.size):
-            src, c = tr.key(t)
-            start = self.tstart[(src, -1 if src < 0 else int(core[src]), c)]
-            if src >= 0 and (src, int(core[src])) in begin:
-                until[(src, int(core[src]))].append(start + int(tr.cycles[t]))
-            if not streamed[tr.serves[t]].all():
-                begin[(src, c)] = (start, int(tr.data[t]))
-                until[(src, c)] += [self.e[q] for q in tr.serves[t].tolist()]
+            for a in self.x[q]:
+                if (p, a, a) in life:
+                    life[(p, a, a)][3].append((self.e[q], [self._lit(q, a)]))
+        for key, t in self.tstart.items():
+            src, a, c = key
+            lit, cyc = self.present[key], self._cycles[key]
+            if src >= 0 and (src, a, a) in life:
+                life[(src, a, a)][3].append((t + cyc, [lit]))
+            users = self._users[key]
+            if not streamed[users].all():
+                ends = [(self.e[q], [self._lit(q, c)]) for q in users.tolist()]
+                bits = int(output[src]) if src >= 0 else inst.dram[-1 - src].data
+                life[key] = (t, bits, lit, ends)
         m = self.model
         per_core: dict[int, tuple[list[Any], list[int]]] = defaultdict(lambda: ([], []))
-        for key, (start, bits) in begin.items():
+        for key, (start, bits, lit, ends) in life.items():
             end = m.new_int_var(0, self.H, f"life{key}")
-            m.add_max_equality(end, until[key])
+            for term, cond in ends:
+                if not any(v is False for v in cond):
+                    m.add(end >= term).only_enforce_if([v for v in cond if v is not True])
             self.life[key] = end
-            ivs, demands = per_core[key[1]]
+            ivs, demands = per_core[key[2]]
             size = m.new_int_var(0, self.H, "")
-            ivs.append(m.new_interval_var(start, size, end, ""))
+            ivs.append(
+                m.new_interval_var(start, size, end, "")
+                if lit is True
+                else m.new_optional_interval_var(start, size, end, lit, "")
+            )
             demands.append(bits)
         for c, (ivs, demands) in per_core.items():
             m.add_cumulative(ivs, demands, int(inst.capacity[c]))
@@ -256,25 +283,31 @@ class RoutedModel:
         m = self.model
         m.clear_hints()
         end = sched.end(self.inst)
+        chosen: dict[Any, bool] = {}  # a unit's literals are shared by its μops: hint once
         for i in range(self.inst.n):
             m.add_hint(self.s[i], int(sched.start[i]))
             m.add_hint(self.e[i], int(end[i]))
             for k, v in self.x[i].items():
                 if v is not True:
-                    m.add_hint(v, k == sched.core[i])
+                    chosen[v] = bool(k == sched.core[i])
+        for v, on in chosen.items():
+            m.add_hint(v, on)
         tr = required_transfers(self.inst, sched.core)
         for t in range(tr.size):
             src, c = tr.key(t)
             a = -1 if src < 0 else int(sched.core[src])
-            m.add_hint(self.tstart[(src, a, c)], int(sched.tstart[t]))
+            if sched.tstart[t] >= 0:  # (a schedule that evicts may replace it by a re-fetch)
+                m.add_hint(self.tstart[(src, a, c)], int(sched.tstart[t]))
         if self.life and not sched.evicts:  # a schedule that evicts is no solution here
             from npusched.verify.scheduling.routed import residency
 
             res = residency(self.inst, sched)
             for tensor, c, free in zip(res.tensor.tolist(), res.core.tolist(),
                                        res.free.tolist(), strict=True):  # fmt: skip
-                if (tensor, c) in self.life:
-                    m.add_hint(self.life[(tensor, c)], free)
+                a = -1 if tensor < 0 else int(sched.core[tensor])
+                key = (tensor, a, c)
+                if key in self.life:
+                    m.add_hint(self.life[key], free)
         m.add_hint(self.T, sched.makespan(self.inst))
 
     def neighbourhood(self, sched: RoutedSchedule, free: Any) -> Any:

@@ -26,9 +26,13 @@ before activations: a weight (DRAM tensor) is dropped once its last placed consu
 an activation is written back to DRAM over the core's off-chip route (a transfer of kind
 ``evict``, once per tensor; a copy of a tensor already in DRAM is just dropped) and its space is
 freed when the write-back ends. A later consumer on that core fetches the data again from DRAM
-(kind ``refetch``, after the write-back has ended). Never evicted: the candidate's own inputs,
-and a producer's own copy while it has sends to make. The schedule carries its memory records and
-these moves (:class:`~npusched.problem.scheduling.routed.Moves`); when even eviction leaves too
+(kind ``refetch``, after the write-back has ended); so does another core whose first copy is
+sent while the producer's own copy is evicted (that re-fetch replaces the required transfer
+from the producer's core). Never evicted: the candidate's own inputs. The schedule carries its
+memory records and these moves (:class:`~npusched.problem.scheduling.routed.Moves`). With a
+route from every core to DRAM no schedule can then deadlock: what stays is the candidate's own
+operands, which fit (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.operand_data`);
+without one (a mesh without DRAM) only weights can be evicted, and when even that leaves too
 little room the scheduler stops with :class:`MemoryDeadlock` naming the core.
 
 Deviations from Stream, and why:
@@ -205,6 +209,7 @@ class _Scheduler:
         self.buffered = {key for key in self.buffered if not streamed[key[0]]}
         self.buffered |= {tr.key(t) for t in range(tr.size) if not streamed[tr.serves[t]].all()}
         self.key_id = {key: k for k, key in enumerate(self.pending)}
+        self.keys = list(self.pending)
         self.arrived: dict[tuple[int, int], int] = {}
         self.start = np.full(n, -1, dtype=np.int64)
         self.end = np.zeros(n, dtype=np.int64)
@@ -212,8 +217,7 @@ class _Scheduler:
         self.recent: list[deque[int]] = [deque(maxlen=LOOKBACK) for _ in range(m)]
         self.layer = _layers(inst)
         self.priority = priority
-        self.sends_left = np.zeros(n, dtype=np.int64)
-        np.add.at(self.sends_left, tr.src[tr.src >= 0], 1)
+        self.sent: set[tuple[int, int]] = set()
         self.first: dict[tuple[int, int], int] = {}  # first arrival (the required transfer)
         self.evicted: dict[tuple[int, int], int] = {}  # evicted lifetime -> when it ended
         self.in_dram: dict[int, int] = {}  # activation -> end of its write-back
@@ -258,12 +262,11 @@ class _Scheduler:
                 if indeg[j] == 0:
                     heapq.heappush(pool, self.key(j, int(ready_at[j])))
         tr = required_transfers(self.inst, self.core)
-        tend = np.array([self.first[tr.key(t)] for t in range(tr.size)], dtype=np.int64)
+        tend = np.array([self.first.get(tr.key(t), -1) for t in range(tr.size)], dtype=np.int64)
+        tstart = np.where(tend >= 0, tend - tr.cycles, -1)  # -1: replaced by a re-fetch
         rec = np.array(self.rec, dtype=np.int64).reshape(-1, 5).T
         mv = np.array(self.moves, dtype=np.int64).reshape(-1, 6).T
-        return RoutedSchedule(
-            self.start, self.core, tend - tr.cycles, tend, Residency(*rec), Moves(*mv)
-        )
+        return RoutedSchedule(self.start, self.core, tstart, tend, Residency(*rec), Moves(*mv))
 
     def needs(self, i: int) -> list[tuple[int, int, int]]:
         """Data μop ``i`` has yet to receive on its core: (tensor, release, bits), by release."""
@@ -274,6 +277,8 @@ class _Scheduler:
             p = int(g.src[e])
             if g.bytes[e] > 0 and (p, c) in self.evicted:
                 out[p] = (max(self.in_dram[p], self.evicted[(p, c)]), int(self.output[p]))
+            elif g.bytes[e] > 0 and (p, c) not in self.arrived and self.home_evicted(p, c):
+                out[p] = (self.in_dram[p], int(self.output[p]))  # sent from DRAM instead
             elif g.bytes[e] > 0 and self.core[p] != c and (p, c) not in self.arrived:
                 out[p] = (int(self.end[p]), int(self.output[p]))
         for k in self.dram_of[i]:
@@ -306,7 +311,7 @@ class _Scheduler:
         for k in self.dram_of[i]:
             est = max(est, self.arrived.get((-1 - k, c), 0))
         for src, release, bits in self.needs(i):
-            again = (src, c) in self.evicted
+            again = (src, c) in self.evicted or (src >= 0 and self.home_evicted(src, c))
             a = -1 if src < 0 or again else int(self.core[src])
             cyc = inst.topology.cycles(bits, inst.route(a, c))
             space = self.bits((src, c), bits)
@@ -318,15 +323,15 @@ class _Scheduler:
                 self.lines[x].add(t, cyc)
             self.arrived[(src, c)] = t + cyc
             if again:
-                del self.evicted[(src, c)]
+                self.evicted.pop((src, c), None)
                 self.moves.append((REFETCH, src, -1, c, t, t + cyc))
             else:
                 self.first[(src, c)] = t + cyc
             if space:
                 self.hold((src, c), t, space)
-            if src >= 0 and not again:
-                self.sends_left[src] -= 1
-                self.use((src, int(self.core[src])), t + cyc)
+            if src >= 0 and (src, c) not in self.sent and self.core[src] != c:
+                self.sent.add((src, c))  # the required send, from the core or from DRAM
+                self.use((src, int(self.core[src])), 0 if again else t + cyc)
             est = max(est, t + cyc)
         if self.bits((i, c), int(self.output[i])):
             at = mem.earliest_fit(est, int(self.output[i]))
@@ -380,11 +385,8 @@ class _Scheduler:
         keep = self.inputs(i) | {(i, c)}
         victims = [
             key
-            for key in self.open_rec
-            if key[1] == c
-            and key not in keep
-            and (key[0] < 0 or self.back is not None or key[0] in self.in_dram)
-            and (key[0] < 0 or key[1] != self.core[key[0]] or self.sends_left[key[0]] == 0)
+            for key in map(self.keys.__getitem__, mem.held)
+            if key not in keep and (key[0] < 0 or self.back is not None or key[0] in self.in_dram)
         ]
         victims.sort(key=lambda k: (k[0] >= 0, self.rec[self.open_rec[k]][3]))
         for key in victims:
@@ -392,6 +394,11 @@ class _Scheduler:
                 break
             self.evict(key)
         return mem.open_bits + need <= mem.capacity
+
+    def home_evicted(self, p: int, c: int) -> bool:
+        """Producer ``p``'s own copy is evicted, so a first copy for core ``c`` comes from
+        DRAM."""
+        return self.core[p] != c and (p, int(self.core[p])) in self.evicted
 
     def evict(self, key: tuple[int, int]) -> None:
         """Drop ``key`` from its core (writing an activation back to DRAM first, once); its
@@ -419,6 +426,7 @@ class _Scheduler:
         raise MemoryDeadlock(
             f"core {self.inst.accelerator.cores[c].id}: μop {ids[i]} needs {need} "
             f"{self.inst.data_unit} but {mem.open_bits} of the {mem.capacity} are held by data "
-            f"still waiting for consumers that may not be evicted (its own inputs, outputs "
-            f"still to be sent), and no other of the {len(waiting)} ready μops fits"
+            "still waiting for consumers that may not be evicted (its own inputs, or "
+            f"activations without a route to DRAM), and no other of the {len(waiting)} ready "
+            "μops fits"
         )

@@ -50,6 +50,18 @@ def move_routes(inst: RoutedInstance, sched: RoutedSchedule) -> list[tuple[int, 
                                              strict=True)]  # fmt: skip
 
 
+def move_bits(inst: RoutedInstance, sched: RoutedSchedule) -> np.ndarray:
+    """The data each eviction move carries: the producer's output, or the DRAM tensor."""
+    mv = sched.moves
+    if mv is None:
+        return np.zeros(0, dtype=np.int64)
+    output = np.zeros(inst.n, dtype=np.int64)
+    np.maximum.at(output, inst.graph.src, inst.graph.bytes)
+    dram = np.array([t.data for t in inst.dram] or [0], dtype=np.int64)
+    return np.where(mv.tensor >= 0, output[np.maximum(mv.tensor, 0)],
+                    dram[np.maximum(-1 - mv.tensor, 0)])  # fmt: skip
+
+
 def tensor_name(inst: RoutedInstance, s: int) -> str:
     return f"DRAM tensor {inst.dram[-1 - s].name}" if s < 0 else f"output of {inst.graph.ids[s]}"
 
@@ -130,7 +142,7 @@ def memory_violations(
         if not recs.arrive(c, p, int(start[p]), int(end[p])):
             bad.append(f"output of {ids[p]}: no record on core {cores[c].id} over its run")
     for t in range(tr.size):
-        if not streamed[tr.serves[t]].all():
+        if sched.tstart[t] >= 0 and not streamed[tr.serves[t]].all():
             s, c = tr.key(t)
             if not recs.arrive(c, s, int(sched.tstart[t]), int(sched.tend[t])):
                 bad.append(f"{name(t)}: no space allocated on its core from its start")
@@ -145,10 +157,11 @@ def memory_violations(
     for t in range(tr.size):  # 3: sends
         s = int(tr.src[t])
         ts, te = int(sched.tstart[t]), int(sched.tend[t])
-        if s >= 0 and buffered[s] and not recs.serves(int(core[s]), s, ts, te):
+        if ts >= 0 and s >= 0 and buffered[s] and not recs.serves(int(core[s]), s, ts, te):
             bad.append(f"{name(t)}: its data is not resident on core {cores[core[s]].id} "
                        "while it is sent")  # fmt: skip
     written: defaultdict[int, int] = defaultdict(lambda: int(NEVER))
+    bits = move_bits(inst, sched)
     for k in moves:
         assert mv is not None
         s, a, ts, te = int(mv.tensor[k]), int(mv.src_core[k]), int(mv.tstart[k]), int(mv.tend[k])
@@ -163,8 +176,7 @@ def memory_violations(
             if not recs.serves(a, s, ts, te):
                 bad.append(f"{label}: its data is not resident while it is written back")
             written[s] = min(written[s], te)
-        data = int(output[s]) if s >= 0 else inst.dram[-1 - s].data
-        cyc = inst.topology.cycles(data, inst.route(a, int(mv.dst_core[k])))
+        cyc = inst.topology.cycles(int(bits[k]), inst.route(a, int(mv.dst_core[k])))
         if te - ts < cyc:
             bad.append(f"{label} takes {te - ts} cycles, less than {cyc}")
     for k in moves:  # 4: re-fetched activations were written back first

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from npusched.problem.scheduling.routed import (
+    REFETCH,
     Residency,
     RoutedInstance,
     RoutedSchedule,
@@ -56,10 +57,12 @@ def verify_routed(
         what = f"DRAM tensor {inst.dram[-1 - s].name}" if s < 0 else f"output of {ids[s]}"
         return f"transfer of {what} to core {cores[tr.dst_core[t]].id}"
 
+    refetched = _refetched(sched)
     for t in range(tr.size):
         s, ts, te = int(tr.src[t]), int(sched.tstart[t]), int(sched.tend[t])
         if ts < 0 and te < 0:
-            bad.append(f"{name(t)} is needed but not scheduled")
+            if tr.key(t) not in refetched:  # else a re-fetch brought the data (records check it)
+                bad.append(f"{name(t)} is needed but not scheduled")
             continue
         if te - ts < tr.cycles[t]:
             bad.append(f"{name(t)} takes {te - ts} cycles, less than {tr.cycles[t]}")
@@ -139,6 +142,15 @@ def over_capacity(inst: RoutedInstance, sched: RoutedSchedule) -> list[str]:
                 f"cycle {int(t[j])}, over its capacity of {int(inst.capacity[k])}"
             )
     return out
+
+
+def _refetched(sched: RoutedSchedule) -> set[tuple[int, int]]:
+    """(tensor, core) pairs a re-fetch brings in, in a schedule with memory records."""
+    mv = sched.moves
+    if mv is None or sched.memory is None:
+        return set()
+    on = mv.kind == REFETCH
+    return set(zip(mv.tensor[on].tolist(), mv.dst_core[on].tolist(), strict=True))
 
 
 def _link_clashes(

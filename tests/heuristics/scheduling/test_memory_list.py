@@ -106,8 +106,8 @@ def test_verify_checks_the_records_of_a_schedule_that_evicts():
     short = replace(mem, free=np.r_[mem.free[:-1], 19])
     assert "μop 3 on core 0: its input output of 1 is not resident" in bad(memory=short)
     # the re-fetch without its write-back
-    only = replace(mv, **{f: getattr(mv, f)[1:] for f in
-                          ("kind", "tensor", "src_core", "dst_core", "tstart", "tend")})  # fmt: skip
+    fields = ("kind", "tensor", "src_core", "dst_core", "tstart", "tend")
+    only = replace(mv, **{f: getattr(mv, f)[1:] for f in fields})
     assert "before the tensor is written back" in bad(moves=only)
     # the write-back while P2's record is already freed
     early = replace(mem, free=np.where(mem.alloc == 1, 5, mem.free))
@@ -154,13 +154,10 @@ def memory_instances(draw):
 @settings(max_examples=150, deadline=None)
 @given(memory_instances(), st.sampled_from(["latency", "memory"]))
 def test_every_schedule_keeps_within_memory(inst, priority):
-    """Every schedule returned passes verify, capacities included, at every instant; where the
-    scheduler gives up it says what may not be evicted."""
-    try:
-        sched = memory_list_schedule(inst, priority)
-    except MemoryDeadlock as err:
-        assert "may not be evicted" in str(err)
-        return
+    """Every instance gets a schedule (every core has a route to DRAM, so eviction can always
+    make room for a μop's own operands), and every schedule passes verify, capacities and
+    memory records included."""
+    sched = memory_list_schedule(inst, priority)  # with a route to DRAM it never deadlocks
     rep = check(inst, sched)
     assert rep.ok, rep.violations
     assert (memory_peaks(inst, sched) <= inst.capacity).all()
