@@ -280,7 +280,9 @@ class _Scheduler:
             elif g.bytes[e] > 0 and (p, c) not in self.arrived and self.home_evicted(p, c):
                 out[p] = (self.in_dram[p], int(self.output[p]))  # sent from DRAM instead
             elif g.bytes[e] > 0 and self.core[p] != c and (p, c) not in self.arrived:
-                out[p] = (int(self.end[p]), int(self.output[p]))
+                # sent from the producer's core: once its output is made (or fetched back)
+                home = self.arrived.get((p, int(self.core[p])), 0)
+                out[p] = (max(int(self.end[p]), home), int(self.output[p]))
         for k in self.dram_of[i]:
             if (-1 - k, c) not in self.arrived:
                 out[-1 - k] = (self.evicted.get((-1 - k, c), 0), self.inst.dram[k].data)
