@@ -219,8 +219,30 @@ def solution_cases(sol: dict[str, Any], routed_sol: dict[str, Any]) -> Cases:
         "solr_transfer_twice.json": _edit(
             routed_sol, lambda d: d["transfers"].append(dict(d["transfers"][0]))
         ),
+        "solr_memory_object.json": _edit(routed_sol, _set("memory", {"core": 0})),
+        "solr_memory_unknown_tensor.json": _edit(routed_sol, _set("memory/0/tensor", "nobody")),
+        "solr_memory_bits_negative.json": _edit(routed_sol, _set("memory/0/bits", -5)),
+        "solr_memory_alloc_word.json": _edit(routed_sol, _set("memory/0/alloc", "early")),
+        "solr_move_bad_kind.json": _edit(
+            routed_sol, lambda d: d["transfers"].append(_move(d, kind="teleport"))
+        ),
+        "solr_move_missing_end.json": _edit(
+            routed_sol,
+            lambda d: d["transfers"].append({k: v for k, v in _move(d).items() if k != "end"}),
+        ),
+        "solr_move_unknown_core.json": _edit(
+            routed_sol, lambda d: d["transfers"].append(_move(d, dst_core=99))
+        ),
     }
     return out | {name: (data, VERIFY_ROUTED) for name, data in routed.items()}
+
+
+def _move(sol: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A well-formed re-fetch record of the first op's output into core 0 (``changes`` break
+    it)."""
+    rec = {"kind": "refetch", "src": "dram", "tensor": sol["ops"][0]["id"], "src_core": 2,
+           "dst_core": 0, "bits": 8, "links": [], "start": 0, "end": 1}  # fmt: skip
+    return rec | changes
 
 
 def text_cases() -> Cases:

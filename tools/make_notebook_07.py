@@ -23,8 +23,10 @@ $$R_c(t) \le M_c \qquad \forall c, \forall t.$$
 
 This notebook covers:
 1. the two priorities on Stream's tiny residual network, with memory traces (Stream's Fig. 7);
-2. `joint`, the CP-SAT model with a cumulative of each core's memory, and its bound;
-3. the layer–core allocation search (NSGA-II, §III-D) and its Pareto front."""),
+2. `joint`, the CP-SAT model with a cumulative of each core's memory;
+3. eviction: what the list does when the memories are cut until data no longer fits;
+4. the layer–core allocation search (NSGA-II, §III-D), its Pareto front, and the exact
+   allocation model under large-neighbourhood search."""),
     code("""from pathlib import Path
 
 import numpy as np
@@ -35,7 +37,11 @@ from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.io.stream import allocation_groups, stream_from_dict
 from npusched.methods import solve
 from npusched.plot import memory_trace, pareto_front
+from dataclasses import replace
+
+from npusched.problem.scheduling.routed import EVICT, REFETCH
 from npusched.search.allocation import Units, run_ga, score
+from npusched.search.allocation_lns import allocation_lns
 from npusched.verify import check
 from npusched.verify.scheduling.routed import memory_peaks
 
@@ -74,14 +80,34 @@ output, of its sends), and on each core
 
 $$\mathrm{Cumulative}(\{[\alpha, \omega)\}, b, M_c).$$
 
-It starts from the latency-priority list; its bound is CP-SAT's own."""),
+It starts from the latency-priority list. The model cannot evict, so its own bound holds only
+for schedules without eviction; the bound reported is the instance's (critical path with the
+fastest transfers, and the off-chip link's traffic)."""),
     code("""res = solve(inst, "joint", time_limit=20, threads=2, seed=0)
 print(res.summary())
 print("verify:", check(inst, res.solution).ok,
       "| peaks/capacity:", np.round(memory_peaks(inst, res.solution) / inst.capacity, 3).tolist())
 if inst.source["stream_makespan"]:
     print("ratio to Stream's makespan:", round(res.objective / inst.source["stream_makespan"], 3))"""),
-    md(r"""## 3. Which core runs which layer: the allocation search
+    md(r"""## 3. Eviction: memories cut until data no longer fits
+Stream evicts weights first-in-first-out when a CN's data does not fit, and fetches them again
+over the DRAM port (§III-E). Here the list first sets a CN that does not fit aside for one that
+does; when none fits, the best one makes room: weights are dropped, activations written back to
+DRAM (a transfer of kind `evict` on the off-chip link), and what is needed again is fetched
+again (`refetch`). Below, every memory is cut to a quarter of a percent of Stream's, but never
+below the largest operand set its core must hold at once. The schedule carries its memory
+records and its moves; `verify` checks them: capacity, inputs resident while each CN runs,
+transfer space allocated from its start, re-fetches after their write-backs."""),
+    code("""need = np.where(inst.mask, inst.operand_data()[:, None], 0).max(axis=0)
+cut = replace(inst, capacity=np.maximum((inst.capacity * 0.0025).astype(np.int64),
+                                        np.maximum(need, 1)))
+for priority in ("latency", "memory"):
+    sched = memory_list_schedule(cut, priority)
+    kinds = sched.moves.kind
+    print(f"{priority:8s} makespan {sched.makespan(cut):7d}  verify {check(cut, sched).ok}  "
+          f"write-backs {int((kinds == EVICT).sum())}  re-fetches {int((kinds == REFETCH).sum())}")
+memory_trace(cut, memory_list_schedule(cut, "latency"), title="latency priority, cut memories");"""),
+    md(r"""## 4. Which core runs which layer: the allocation search
 Stream's GA gives each layer's weight-sharing group one core and evolves a population with
 NSGA-II over latency and memory: crossover with probability 0.3, a bit-flip or position-flip
 mutation with probability 0.7 (§III-D). Each allocation is scheduled by the memory-aware list
@@ -99,12 +125,24 @@ if units.genes.size:
         print(f"  makespan {front.makespan[k]:8.0f}   peak {front.peak[k]:9.0f} bits")
     pareto_front(front.makespan, front.peak, front.front, reference=ref[:2] if ref[2] else None,
                  title="allocations of the tiny network");"""),
-    md(r"""## What is not here yet
-- **Eviction**: Stream drops weights first-in-first-out and fetches them again, and writes
-  activations back to DRAM. Here a fetch waits for room instead, and a schedule that could only
-  continue by evicting stops with `MemoryDeadlock`.
-- The large-neighbourhood search for models too big for `joint`, and the exact (CP-SAT) allocation
-  model.
+    md(r"""### The exact allocation model, under LNS
+The GA samples allocations; CP-SAT can decide them. With one literal $y_{uk}$ per allocation
+unit $u$ and core $k$ (shared by the unit's CNs), the routed model's lifetimes become optional
+intervals, present with their copies. Whole, the model is too large for ResNet-18, so it is
+solved in neighbourhoods: two units free to move, the CNs around them free in time, the rest
+fixed; each improvement is kept. It starts from the GA's best."""),
+    code("""if units.genes.size:
+    start = units.core_of(front.genomes[front.best()])
+    lns = allocation_lns(free, units, start, time_limit=10, seed=0, step=2, threads=2)
+    fixed = free.restricted(lns.core)
+    print(f"GA's best {lns.start_makespan}, after {lns.rounds} neighbourhoods {lns.makespan} "
+          f"(bound {lns.bound}); verify: {check(fixed, lns.schedule).ok}")"""),
+    md(r"""## What still differs from Stream
+- The list evicts only when no ready CN fits without it; Stream evicts as soon as the next CN's
+  weights do not fit.
+- `joint`, `lns` and the exact allocation model have no eviction: their schedules evict nothing.
+- The energy objective is the CNs' energy from the export; link energy is zero in both exports
+  and memory-access energies are not exported.
 
 `python -m npusched.bench.stream` and `docs/results_stream.md` give the figures on both exports."""),
 ]

@@ -84,6 +84,9 @@ CASES = (
          "--threads 2 --time-limit {L} --out {d}/o.json", needs="r18"),
     Case("allocate (NSGA-II), Stream's ResNet-18", "allocate {r18} --generations 50 "
          "--population 16 --time-limit {L} --out-dir {d}/ga", needs="r18"),
+    Case("allocate --method cpsat (GA, then the exact model under LNS), Stream's ResNet-18",
+         "allocate {r18} --method cpsat --generations 50 --population 16 --threads 2 "
+         "--time-limit {L} --out-dir {d}/cp", needs="r18"),
     Case("compare, 2 methods x 1 instance", "compare {d}/dag1000.json --methods "
          "cpsat,timeindexed --time-limit {L} --workers 1 --csv {d}/c.csv", needs="dag1000",
          per=2),

@@ -393,7 +393,9 @@ class _Tensors:
     def __call__(self, path: str | Path, where: str, ref: Any) -> int:
         if isinstance(ref, str) and ref in self.dram:
             return self.dram[ref]
-        return _lookup(path, where, self.index, ref, "no μop or DRAM tensor of the instance is")
+        return _lookup(
+            path, where, self.index, ref, "no μop or DRAM tensor of the instance is named"
+        )
 
 
 def _core_or_dram(path: str | Path, where: str, inst: RoutedInstance, ref: Any) -> int:
