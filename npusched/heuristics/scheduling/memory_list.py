@@ -37,9 +37,10 @@ little room the scheduler stops with :class:`MemoryDeadlock` naming the core.
 
 Deviations from Stream, and why:
 
-- **Eviction only when no ready CN fits without it.** Stream evicts as soon as the next CN's
-  weights do not fit; here a CN that does not fit is first set aside for one that does, which
-  costs no traffic (on both shared exports no eviction is then needed at all).
+- **Eviction only when no ready CN fits without it, on any core.** Stream evicts as soon as the
+  next CN's weights do not fit; here a CN that does not fit is first set aside for one that
+  does (on its core or another), which costs no traffic: on both shared exports no eviction is
+  then needed even with every memory cut to a quarter. A core may wait meanwhile.
 - **Weights are freed after their last consumer on the core** (their consumers are known, the
   allocation being fixed), where Stream keeps them until evicted: it can only lower the profile.
 - **The allocation is fixed**: Stream's scheduler takes one layer–core allocation (its GA chooses
