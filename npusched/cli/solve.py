@@ -121,6 +121,11 @@ def memory_note(inst, solution) -> None:
         parts.append(f"{core.id}: {peak}" + (f"/{size}{over}" if size else ""))
     limit = "memory enforced" if inst.capacity is not None else "no memory limit modelled"
     print(f"peak {inst.data_unit} resident per core ({limit}): " + ", ".join(parts))
+    if solution.moves is not None and solution.moves.size:
+        from npusched.problem.scheduling.routed import EVICT
+
+        backs = int((solution.moves.kind == EVICT).sum())
+        print(f"evictions: {backs} write-backs to DRAM, {solution.moves.size - backs} re-fetches")
 
 
 def heatmap(inst, solution, path, weighted: bool, title: str) -> None:

@@ -266,6 +266,7 @@ def test_cli_eviction_round_trip(tmp_path):
     write_instance(inst, path)
     r = run_cli("solve", path, "--method", "list", "--priority", "latency", "--out", sol)
     assert r.returncode == 0, r.stderr
+    assert "evictions: 1 write-backs to DRAM, 1 re-fetches" in r.stdout
     data = json.loads(sol.read_text())
     kinds = [t.get("kind", "transfer") for t in data["transfers"]]
     assert kinds.count("evict") == 1 and kinds.count("refetch") == 1 and data["verified"]
