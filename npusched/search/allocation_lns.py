@@ -84,13 +84,16 @@ def allocation_lns(
     genes = units.genes
     rng = np.random.default_rng(seed)
     rounds = None if time_limit is not None else -(-genes.size // max(free_units, 1))
+    overhead = 0.0  # the longest model build so far: a round's time beyond its solve
     while out.makespan > out.bound and (rounds is None or out.rounds < rounds):
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
-        if left is not None and left < 1.0:
+        seconds = step if left is None else min(step, left - overhead - 0.2)
+        if seconds < 0.5:
             break
         chosen = rng.choice(genes, size=min(free_units, genes.size), replace=False)
-        cand = _round(inst, units, out, chosen, min(step, left or step), window, threads,
-                      seed + out.rounds)  # fmt: skip
+        begun = time.perf_counter()
+        cand = _round(inst, units, out, chosen, seconds, window, threads, seed + out.rounds)
+        overhead = max(overhead, time.perf_counter() - begun - seconds)
         out.rounds += 1
         if cand is not None and cand.makespan(inst) < out.makespan:
             out.core, out.schedule, out.makespan = cand.core, cand, cand.makespan(inst)
