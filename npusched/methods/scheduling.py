@@ -191,7 +191,7 @@ def _run_list(instance: Any, backend: str, params: ListParams, ctx: Context) -> 
         priority = memory_priority(priority)
         try:
             sched: Schedule | RoutedSchedule = memory_list_schedule(instance, priority)
-        except MemoryDeadlock as err:  # no schedule without eviction: a method failure
+        except MemoryDeadlock as err:  # no room even by evicting: a method failure
             bound = instance.lower_bound()
             return Result(Status.ERROR, "list", "none", None, bound, message=str(err))
     elif isinstance(instance, RoutedInstance):

@@ -88,6 +88,24 @@ def test_latency_priority_evicts_where_memory_priority_does_not():
     assert calm.makespan(inst) < sched.makespan(inst)
 
 
+def test_without_a_route_to_dram_activations_stay_and_the_list_can_deadlock():
+    """No DRAM core: P1 and P2 fill core 0 (8 + 8 of 16); X and Y, their consumers, each add an
+    output of 8 (read by S1, S2). Latency priority places P2 before X; then nothing fits and
+    nothing may be evicted: MemoryDeadlock, a `list` result with status error. Memory priority
+    places X (deeper) first and fits."""
+    edges = [(0, 2, 8), (1, 3, 8), (2, 4, 8), (3, 5, 8)]
+    inst = instance([1] * 6, edges, [0] * 6, capacity=[16, 16])
+    topo = Topology(inst.topology.links[:2], {(0, 1): (0,), (1, 0): (1,)})
+    inst = replace(inst, topology=topo)
+    assert not inst.can_write_back
+    with pytest.raises(MemoryDeadlock, match="core 0: μop 2 needs 8 .* may not be evicted"):
+        memory_list_schedule(inst, "latency")
+    sched = memory_list_schedule(inst, "memory")
+    assert check(inst, sched).ok and not sched.evicts
+    res = solve(inst, "list", priority="latency")
+    assert res.status is Status.ERROR and res.solution is None and "core 0" in res.message
+
+
 def test_verify_checks_the_records_of_a_schedule_that_evicts():
     """Tampered eviction schedules are refused, each for its own reason."""
     edges = [(0, 2, 8), (1, 3, 8)]
