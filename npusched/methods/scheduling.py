@@ -108,19 +108,15 @@ def _applies(
     comm_delays: bool = False,
     routing: bool = False,
     network: bool = False,
-    memory_fixed: bool = False,
 ) -> Callable[[Any], str | None]:
     """``applies`` of a scheduling method from what it needs (identical cores, a mesh, any
     network: mesh or hypercube) and what it handles (transfer delays, routed links; every method
-    of routed instances handles their memory capacities, ``memory_fixed`` ones for a fixed
-    allocation only)."""
+    of routed instances handles their memory capacities)."""
 
     def applies(problem: Any) -> str | None:
         if isinstance(problem, RoutedInstance):
             if not routing:
                 return "it does not model transfers on shared links"
-            if memory_fixed and problem.capacity is not None and not problem.fixed_allocation:
-                return "with memory capacities it needs a fixed allocation: pass --no-memory"
             return None
         acc = problem.accelerator
         if (
@@ -462,7 +458,7 @@ register(
         "joint schedule + mapping + NoC delays, Klotski eq. 15 (T + beta C, or lexicographic); "
         "on routed instances transfers on links with NoOverlap per link",
         params=JointParams,
-        applies=_applies(network=True, comm_delays=True, routing=True, memory_fixed=True),
+        applies=_applies(network=True, comm_delays=True, routing=True),
         prepare=_warm_start,
         default_for=(RoutedInstance,),
     )

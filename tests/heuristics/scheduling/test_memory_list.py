@@ -190,8 +190,12 @@ def test_solve_takes_streams_priorities():
         assert res.stats["priority"] in ("latency", "memory")
     with pytest.raises(ValueError, match="priority latency or memory"):
         solve(inst, "list", priority="asap")
-    with pytest.raises(ValueError, match="needs a fixed allocation: pass --no-memory"):
-        solve(replace(inst, allowed=None), "joint", warm_start=solve(inst, "list").solution)
+    # joint decides the allocation too, memory included (lifetimes present with their copies)
+    free = replace(inst, allowed=None)
+    warm = solve(inst, "list").solution
+    res = solve(free, "joint", warm_start=warm, time_limit=20)
+    assert check(free, res.solution).ok and res.objective <= warm.makespan(inst)
+    assert res.objective == 9  # the weights go to different cores: no wait for room
 
 
 @needs_shared
