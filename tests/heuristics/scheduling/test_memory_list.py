@@ -286,9 +286,16 @@ def test_cli_eviction_round_trip(tmp_path):
                     capacity=[16, 16])  # fmt: skip
     path, sol = tmp_path / "inst.json", tmp_path / "sol.json"
     write_instance(inst, path)
-    r = run_cli("solve", path, "--method", "list", "--priority", "latency", "--out", sol)
+    trace = tmp_path / "trace.json"
+    r = run_cli("solve", path, "--method", "list", "--priority", "latency", "--out", sol,
+                "--trace", trace, "--gantt", tmp_path / "g.png")  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "evictions: 1 write-backs to DRAM, 1 re-fetches" in r.stdout
+    spans = {e["name"]: e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"}
+    back = spans["evict of output of 1 from core 0"]
+    again = spans["refetch of output of 1 to core 0"]
+    assert (back["ts"], back["dur"], again["ts"], again["dur"]) == (2, 4, 15, 4)
+    assert (tmp_path / "g.png").stat().st_size > 0
     data = json.loads(sol.read_text())
     kinds = [t.get("kind", "transfer") for t in data["transfers"]]
     assert kinds.count("evict") == 1 and kinds.count("refetch") == 1 and data["verified"]
