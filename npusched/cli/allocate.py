@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from npusched.io.stream import allocation_groups, cn_energy, stream_from_dict
     from npusched.methods import solve
     from npusched.plot import pareto_front
-    from npusched.search.allocation import Units, run_ga, score
+    from npusched.search.allocation import Units, peak_total, run_ga, score
 
     data = read_json(args.export)
     inst = stream_from_dict(data, str(args.export), free_allocation=True, memory=True)
@@ -67,8 +67,6 @@ def run(args: argparse.Namespace) -> int:
     bar.close()
     if not front.front.size:
         raise ValueError("no allocation found whose schedule fits the memories")
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     lns = None
     if args.method == "cpsat":
         lns = exact_allocation(inst, units, front, left(), args, energy)
@@ -77,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         fixed = inst.restricted(units.core_of(front.genomes[front.best()]))
         res = solve(fixed, "list", priority="latency")
-    best = front.best()
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)  # once every search is done: nothing half-written
     write_instance(fixed, out / "instance.json")
     write_solution(out / "solution.json", fixed, res, "instance.json")
     write_json(out / "front.json", report(inst, units, front, ref, args, lns))
@@ -89,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"{inst.name}: {len(front.genomes)} allocations evaluated, {front.front.size} on the "
         f"front; shortest makespan {res.objective:.0f}{ratio}, peak "
-        f"{front.peak[best]:.0f} {inst.data_unit}"
+        f"{peak_total(fixed, res.solution):.0f} {inst.data_unit}"
         + (f"; Stream's allocation {ref[0]:.0f}, peak {ref[1]:.0f}" if ref else "")
     )
     return 0
@@ -142,17 +141,17 @@ def report(
     inst: Any, units: Any, front: Any, ref: Any, args: argparse.Namespace, lns: Any = None
 ) -> dict:
     """``front.json``: the run's settings, Stream's allocation's point and the front."""
+    import numpy as np
+
     cores = inst.accelerator.cores
     layer = inst.layer
+    first = np.unique(units.unit, return_index=True)[1]  # one CN of each unit
 
     def allocation(k: int) -> list[dict[str, int]]:
         core = units.core_of(front.genomes[k])
-        rows = []
-        for u in range(len(units.cores)):
-            i = int((units.unit == u).argmax())
-            rows.append({"unit": u, "layer": int(layer[i]) if layer is not None else 0,
-                         "core": cores[int(core[i])].id})  # fmt: skip
-        return rows
+        return [{"unit": u, "layer": int(layer[i]) if layer is not None else 0,
+                 "core": cores[int(core[i])].id}
+                for u, i in enumerate(first.tolist())]  # fmt: skip
 
     return {
         "export": str(args.export),
