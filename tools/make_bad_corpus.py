@@ -233,6 +233,9 @@ def solution_cases(sol: dict[str, Any], routed_sol: dict[str, Any]) -> Cases:
         "solr_move_unknown_core.json": _edit(
             routed_sol, lambda d: d["transfers"].append(_move(d, dst_core=99))
         ),
+        "solr_move_wrong_way.json": _edit(
+            routed_sol, lambda d: d["transfers"].append(_move(d, kind="evict"))
+        ),
     }
     return out | {name: (data, VERIFY_ROUTED) for name, data in routed.items()}
 

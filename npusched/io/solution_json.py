@@ -22,6 +22,7 @@ from npusched.problem.scheduling.routed import (
     Residency,
     RoutedInstance,
     RoutedSchedule,
+    move_direction_ok,
     required_transfers,
 )
 from npusched.verify import check
@@ -414,7 +415,7 @@ def _read_move(
     if rec["kind"] not in MOVE_KINDS:
         raise InputError(path, f"{where}/kind", f"must be transfer, evict or refetch, got "
                          f"{rec['kind']!r}")  # fmt: skip
-    return [
+    row = [
         MOVE_KINDS.index(rec["kind"]),
         tensors(path, f"{where}/tensor", rec["tensor"]),
         _core_or_dram(path, f"{where}/src_core", inst, rec["src_core"]),
@@ -422,6 +423,14 @@ def _read_move(
         _time(path, f"{where}/start", rec["start"]),
         _time(path, f"{where}/end", rec["end"]),
     ]
+    if not move_direction_ok(*row[:4]):
+        raise InputError(path, where, "an evict goes from a core to DRAM with an op's output, "
+                         "a refetch from DRAM to a core")  # fmt: skip
+    try:
+        inst.route(row[2], row[3])
+    except ValueError as err:
+        raise InputError(path, where, str(err)) from None
+    return row
 
 
 def _read_memory(path: str | Path, inst: RoutedInstance, recs: Any) -> Residency:

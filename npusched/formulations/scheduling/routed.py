@@ -226,8 +226,7 @@ class RoutedModel:
         if inst.capacity is None:
             return
         g, streamed = inst.graph, inst.is_streamed
-        output = np.zeros(inst.n, dtype=np.int64)
-        np.maximum.at(output, g.src, g.bytes)
+        output = inst.output_data
         # lifetime (tensor, from, on) -> (start, bits, presence, [(end term, condition)])
         life: dict[tuple[int, int, int], tuple[Any, int, Any, list[tuple[Any, list[Any]]]]] = {}
         for p in np.flatnonzero((output > 0) & ~streamed).tolist():
@@ -246,8 +245,7 @@ class RoutedModel:
             users = self._users[key]
             if not streamed[users].all():
                 ends = [(self.e[q], [self._lit(q, c)]) for q in users.tolist()]
-                bits = int(output[src]) if src >= 0 else inst.dram[-1 - src].data
-                life[key] = (t, bits, lit, ends)
+                life[key] = (t, int(inst.tensor_data(src)), lit, ends)
         m = self.model
         per_core: dict[int, tuple[list[Any], list[int]]] = defaultdict(lambda: ([], []))
         for key, (start, bits, lit, ends) in life.items():

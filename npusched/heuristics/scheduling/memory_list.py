@@ -173,8 +173,7 @@ class _Scheduler:
         self.inst, self.g = inst, g
         self.core = np.argmax(inst.mask, axis=1).astype(np.int64)
         self.dur = inst.duration[np.arange(n), self.core]
-        self.output = np.zeros(n, dtype=np.int64)
-        np.maximum.at(self.output, g.src, g.bytes)
+        self.output = inst.output_data
         self.in_edges = np.argsort(g.dst, kind="stable")
         self.routes = [
             tuple(int(inst.topology.resource_of[x]) for x in r) for r in all_routes(inst)

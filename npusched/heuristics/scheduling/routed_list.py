@@ -90,8 +90,7 @@ def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") ->
             for i in tensor.consumers.tolist():
                 tensors_of[i].append(k)
     in_edges = np.argsort(g.dst, kind="stable")
-    output = np.zeros(n, dtype=np.int64)
-    np.maximum.at(output, g.src, g.bytes)
+    output = inst.output_data
     arrived: dict[tuple[int, int], int] = {}  # (source, core) -> arrival cycle
     start = np.full(n, -1, dtype=np.int64)
     core = np.full(n, -1, dtype=np.int64)

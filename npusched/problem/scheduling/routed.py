@@ -32,6 +32,7 @@ ends (DRAM tensors: at 0 or later) and ends before every consumer it serves star
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -225,15 +226,32 @@ class RoutedInstance:
         topo = Topology.from_mesh(acc, acc.link_bandwidth, acc.hop_latency)
         return cls(inst, topo, data_unit="bytes")
 
+    @cached_property
+    def output_data(self) -> IntArray:
+        """The data each μop produces and sends: the largest of its out-edges (in Stream's
+        exports every edge carries the whole output); 0 without data edges."""
+        g = self.graph
+        output = np.zeros(self.n, dtype=np.int64)
+        np.maximum.at(output, g.src, g.bytes)
+        output.setflags(write=False)
+        return output
+
+    def tensor_data(self, tensor: Any) -> IntArray:
+        """The size of each tensor: a producer's μop index (its :attr:`output_data`) or
+        ``-1 - k`` for DRAM tensor ``k``."""
+        tensor = np.asarray(tensor, dtype=np.int64)
+        dram = np.array([t.data for t in self.dram] or [0], dtype=np.int64)
+        return np.where(tensor >= 0, self.output_data[np.maximum(tensor, 0)],
+                        dram[np.maximum(-1 - tensor, 0)])  # fmt: skip
+
     def operand_data(self) -> IntArray:
         """Data each μop needs resident on its core while it runs: the outputs of its data
         producers, its DRAM tensors and its own output (the largest of its out-edges)."""
         g = self.graph
-        output = np.zeros(self.n, dtype=np.int64)
-        np.maximum.at(output, g.src, g.bytes)
+        output = self.output_data
         data = g.bytes > 0
         pair = np.unique(g.dst[data] * self.n + g.src[data])
-        need = output.copy()
+        need = np.array(output)
         np.add.at(need, pair // self.n, output[pair % self.n])
         for t in self.dram:
             need[t.consumers] += t.data
@@ -374,8 +392,7 @@ class RoutedInstance:
         d = self.min_duration
         g, mask = self.graph, self.mask
         bw, dram_bw = self._bandwidths()
-        output = np.zeros(self.n, dtype=np.int64)
-        np.maximum.at(output, g.src, g.bytes)
+        output = self.output_data
         pair = mask[g.src][:, :, None] & mask[g.dst][:, None, :]
         best = np.where(pair, bw[None], 0.0).max(axis=(1, 2))
         weight = np.where(g.bytes > 0, np.ceil(output[g.src] / best - 1e-9), 0).astype(np.int64)
@@ -449,8 +466,7 @@ def required_transfers(inst: RoutedInstance, core: IntArray) -> Transfers:
     """
     g = inst.graph
     core = np.asarray(core, dtype=np.int64)
-    output = np.zeros(inst.n, dtype=np.int64)
-    np.maximum.at(output, g.src, g.bytes)
+    output = inst.output_data
     data_edge = g.bytes > 0
     src, dst = g.src[data_edge], g.dst[data_edge]
     remote = core[src] != core[dst]
@@ -514,6 +530,14 @@ class Residency:
 EVICT, REFETCH = 0, 1
 MOVE_KINDS = ("evict", "refetch")
 """Kinds of :class:`Moves` (the solution's transfer ``kind``)."""
+
+
+def move_direction_ok(kind: int, tensor: int, src_core: int, dst_core: int) -> bool:
+    """A write-back takes an output from a core to DRAM (``-1``); a re-fetch brings a tensor
+    from DRAM to a core."""
+    if kind == EVICT:
+        return tensor >= 0 and src_core >= 0 and dst_core < 0
+    return kind == REFETCH and src_core < 0 and dst_core >= 0
 
 
 @dataclass(frozen=True, eq=False)

@@ -6,7 +6,8 @@ output, or a DRAM tensor) over ``[α, ω)``. Data *arrives* in a record by the p
 on ``c`` (``[start, end)`` of the producer), by the required transfer of ``s`` into ``c``, or by
 a re-fetch from DRAM; it is *ready* from the earliest such arrival's end. The checks:
 
-0. the records of one tensor on one core do not overlap;
+0. every record holds its tensor's size and ends no earlier than it begins; the records of one
+   tensor on one core do not overlap;
 1. every arrival that takes space lies inside a record of its tensor on its core (the
    destination's space is allocated from the transfer's start; a producer's output from its
    start);
@@ -36,6 +37,7 @@ from npusched.problem.scheduling.routed import (
     RoutedInstance,
     RoutedSchedule,
     Transfers,
+    move_direction_ok,
 )
 
 NEVER = np.iinfo(np.int64).max
@@ -55,11 +57,7 @@ def move_bits(inst: RoutedInstance, sched: RoutedSchedule) -> np.ndarray:
     mv = sched.moves
     if mv is None:
         return np.zeros(0, dtype=np.int64)
-    output = np.zeros(inst.n, dtype=np.int64)
-    np.maximum.at(output, inst.graph.src, inst.graph.bytes)
-    dram = np.array([t.data for t in inst.dram] or [0], dtype=np.int64)
-    return np.where(mv.tensor >= 0, output[np.maximum(mv.tensor, 0)],
-                    dram[np.maximum(-1 - mv.tensor, 0)])  # fmt: skip
+    return inst.tensor_data(mv.tensor)
 
 
 def tensor_name(inst: RoutedInstance, s: int) -> str:
@@ -87,6 +85,18 @@ class _Records:
         for r, key in enumerate(zip(mem.core.tolist(), mem.tensor.tolist(), strict=True)):
             self.by[key].append(r)
         self.ready = np.full(mem.core.size, NEVER, dtype=np.int64)
+
+    def malformed(self, inst: RoutedInstance) -> list[str]:
+        """Records whose size is not their tensor's, or that end before they begin."""
+        m, bad, cores = self.mem, [], inst.accelerator.cores
+        size = inst.tensor_data(m.tensor)
+        for r in np.flatnonzero((m.bits != size) | (m.free < m.alloc))[:20].tolist():
+            what = f"record of {tensor_name(inst, int(m.tensor[r]))} on core {cores[m.core[r]].id}"
+            if m.bits[r] != size[r]:
+                bad.append(f"{what} holds {int(m.bits[r])}, but the tensor is {int(size[r])}")
+            else:
+                bad.append(f"{what} is freed at {int(m.free[r])}, before {int(m.alloc[r])}")
+        return bad
 
     def overlaps(self, inst: RoutedInstance) -> list[str]:
         """Records of one tensor on one core that overlap (a core holds one copy at a time)."""
@@ -128,15 +138,13 @@ def memory_violations(
     inst: RoutedInstance, sched: RoutedSchedule, tr: Transfers, name: Any
 ) -> list[str]:
     """Checks 1–5 of the module docstring; ``name(t)`` names required transfer ``t``."""
-    g, cores, ids = inst.graph, inst.accelerator.cores, inst.graph.ids
+    cores, ids = inst.accelerator.cores, inst.graph.ids
     mv = sched.moves
     recs = _Records(sched)
-    bad = recs.overlaps(inst)
+    bad = recs.malformed(inst) + recs.overlaps(inst)
     streamed = inst.is_streamed
     start, end, core = sched.start, sched.end(inst), sched.core
-    output = np.zeros(inst.n, dtype=np.int64)
-    np.maximum.at(output, g.src, g.bytes)
-    buffered = (output > 0) & ~streamed
+    buffered = (inst.output_data > 0) & ~streamed
     for p in np.flatnonzero(buffered).tolist():  # 1: arrivals
         c = int(core[p])
         if not recs.arrive(c, p, int(start[p]), int(end[p])):
@@ -166,9 +174,7 @@ def memory_violations(
         assert mv is not None
         s, a, ts, te = int(mv.tensor[k]), int(mv.src_core[k]), int(mv.tstart[k]), int(mv.tend[k])
         label = move_name(inst, sched, k)
-        if (mv.kind[k] == EVICT) != (a >= 0 and mv.dst_core[k] < 0) or (
-            mv.kind[k] == EVICT and s < 0
-        ):
+        if not move_direction_ok(int(mv.kind[k]), s, a, int(mv.dst_core[k])):
             bad.append(f"{label}: a write-back goes from a core to DRAM with an output, a "
                        "re-fetch from DRAM to a core")  # fmt: skip
             continue

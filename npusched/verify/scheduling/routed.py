@@ -99,8 +99,7 @@ def residency(inst: RoutedInstance, sched: RoutedSchedule) -> Residency:
     g = inst.graph
     end = sched.end(inst)
     tr = required_transfers(inst, sched.core)
-    output = np.zeros(inst.n, dtype=np.int64)
-    np.maximum.at(output, g.src, g.bytes)
+    output = inst.output_data
     until = end.copy()
     local = (sched.core[g.src] == sched.core[g.dst]) & (g.bytes > 0)
     np.maximum.at(until, g.src[local], end[g.dst[local]])

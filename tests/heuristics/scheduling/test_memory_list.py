@@ -133,9 +133,17 @@ def test_verify_checks_the_records_of_a_schedule_that_evicts():
     # the re-fetch on the off-chip link while the weight is fetched
     clash = replace(mv, tstart=np.array([2, 12]), tend=np.array([6, 16]))
     assert "overlap" in bad(moves=clash)
-    # more held than the capacity
+    # more held than the capacity, or a record that claims less than its tensor
     fat = replace(mem, bits=mem.bits * 2)
     assert "over its capacity" in bad(memory=fat)
+    thin = replace(mem, bits=np.r_[mem.bits[:-1], 1])
+    assert "holds 1, but the tensor is 8" in bad(memory=thin)
+    # a record freed before it is allocated would lower the level it is counted in
+    back = replace(mem, free=np.r_[mem.free[:-1], 3])
+    assert "is freed at 3, before 15" in bad(memory=back)
+    # a "re-fetch" from another core instead of DRAM
+    sideways = replace(mv, src_core=np.array([0, 1]))
+    assert "a re-fetch from DRAM to a core" in bad(moves=sideways)
 
 
 def test_an_operand_set_larger_than_the_core_is_refused():
