@@ -333,6 +333,8 @@ class RoutedModel:
             src, c = tr.key(t)
             var = self.tstart[(src, -1 if src < 0 else int(sched.core[src]), c)]
             v = int(sched.tstart[t])
+            if v < 0:
+                continue  # replaced by a re-fetch in a schedule that evicts: left free
             if v < a:
                 m.add(var == v)
             elif v > b:
