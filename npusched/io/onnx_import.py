@@ -1,9 +1,23 @@
 """ONNX import: a convolutional network exported to ONNX as a
 :class:`~npusched.workload.network.Network` at batch 1.
 
-The model is loaded with :func:`onnx.load` and shaped by :func:`onnx.shape_inference.infer_shapes`
-(strict mode, with data propagation). It must have exactly one non-constant input of shape
-``[1, C, H, W]``; a batch above 1 or a symbolic (dynamic) dimension is rejected.
+The model is loaded with :func:`onnx.load` without its external data and shaped by
+:func:`onnx.shape_inference.infer_shapes` (strict mode, with data propagation). It must have exactly
+one non-constant input of shape ``[1, C, H, W]``; a batch above 1 or a symbolic (dynamic) dimension
+is rejected.
+
+Weights are never read: an initializer (or ``Constant``) counts by the dims its ``TensorProto``
+records, which are there even when its data is stored in an external file (``.onnx`` files over
+2 GB, or files shipped without their weights, such as ZigZag's ``zigzag/inputs/workload/*.onnx``,
+whose ``resnet18.external`` etc. are not distributed). Only the constants whose values shape
+inference or the import reads are read (:data:`VALUE_INPUTS`: the target shape of ``Reshape``, the
+axes input of ``Squeeze``/``Unsqueeze``/``ReduceMean``/``ReduceMax``; and the inputs of
+constant-only arithmetic that computes one), from the external file beside the model when stored
+there. When that file is missing, the import fails naming the node that needs the value, the tensor
+and the file. Should shape inference need another externally stored value (an operator the import
+does not support anyway), all the external data is read, as :func:`onnx.load` would have, if its
+files are present. ``source["external_data"]`` lists the external files the model refers to, read
+or not.
 
 Nodes map onto layers as follows.
 
@@ -59,10 +73,17 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
+from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
 from npusched.common.errors import InputError
-from npusched.io.onnx_state import Act, ImportState
+from npusched.io.onnx_state import (
+    NUMPY_BINARY,
+    Act,
+    ImportState,
+    external_location,
+    load_external,
+)
 from npusched.workload.layers import INPUT, Shape
 from npusched.workload.network import Network
 
@@ -99,13 +120,14 @@ ACTIVATIONS = frozenset(
 PASSTHROUGH = frozenset({"Identity", "Dropout"})
 RESHAPES = frozenset({"Flatten", "Reshape", "Squeeze", "Unsqueeze"})
 ELEMENTWISE = frozenset({"Add", "Sub", "Mul", "Div", "Pow"})
-_NUMPY_BINARY = {
-    "Add": np.add,
-    "Sub": np.subtract,
-    "Mul": np.multiply,
-    "Div": np.divide,
-    "Pow": np.power,
+VALUE_INPUTS: dict[str, tuple[int, ...]] = {
+    "Reshape": (1,),
+    "Squeeze": (1,),
+    "Unsqueeze": (1,),
+    "ReduceMean": (1,),
+    "ReduceMax": (1,),
 }
+"""Inputs (by position) whose values, not only shapes, shape inference or the import reads."""
 
 
 class Importer(ImportState):
@@ -116,7 +138,7 @@ class Importer(ImportState):
     def run(self, name: str) -> Network:
         graph = self.graph
         for init in graph.initializer:
-            self.consts[init.name] = numpy_helper.to_array(init)
+            self.add_const(init.name, init)
         for vi in [*graph.input, *graph.value_info, *graph.output]:
             if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape"):
                 self.dims[vi.name] = tuple(
@@ -142,6 +164,7 @@ class Importer(ImportState):
             "folded_batchnorm": self.folded_bn,
             "unfolded_batchnorm": self.unfolded_bn,
             "absorbed": dict(sorted(self.absorbed.items())),
+            "external_data": self.external_files,
         }
         try:
             return Network(name, input_shape, tuple(self.layers), source)
@@ -227,24 +250,30 @@ class Importer(ImportState):
     # ---- constants ----------------------------------------------------------------------------
 
     def constant(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
-        if "value" in attrs:
-            value = numpy_helper.to_array(attrs["value"])
-        else:
-            keys = [k for k in attrs if k.startswith("value_")]
-            if not keys or isinstance(attrs[keys[0]], onnx.SparseTensorProto):
-                self.fail(node, "unsupported Constant form")
-            value = np.asarray(attrs[keys[0]])
-        self.consts[node.output[0]] = value
+        if isinstance(attrs.get("value"), onnx.TensorProto):
+            self.add_const(node.output[0], attrs["value"])  # read when needed
+            return
+        keys = [k for k in attrs if k.startswith("value_")]
+        if not keys or isinstance(attrs[keys[0]], onnx.SparseTensorProto):
+            self.fail(node, "unsupported Constant form")
+        self.set_const(node.output[0], np.asarray(attrs[keys[0]]))
 
     def fold_constant(self, node: onnx.NodeProto) -> None:
-        """Nodes whose inputs are all constant: evaluate the simple ones, else refuse."""
-        args = [self.consts[t] for t in node.input if t]
-        if node.op_type in _NUMPY_BINARY and len(args) == 2:
-            self.consts[node.output[0]] = _NUMPY_BINARY[node.op_type](args[0], args[1])
-        elif node.op_type in ("Identity", "Cast"):
-            self.consts[node.output[0]] = args[0]
+        """Nodes whose inputs are all constant: the simple ones give a constant whose shape is
+        known now and whose value is computed when needed (:meth:`value`); others are refused."""
+        args = [t for t in node.input if t]
+        if node.op_type in NUMPY_BINARY and len(args) == 2:
+            a, b = self.consts[args[0]], self.consts[args[1]]
+            try:
+                shape = np.broadcast_shapes(a, b)
+            except ValueError:
+                self.fail(node, f"constants of shapes {list(a)} and {list(b)} do not broadcast")
+        elif node.op_type in ("Identity", "Cast") and len(args) == 1:
+            shape = self.consts[args[0]]
         else:
             self.fail(node, f"unsupported operator {node.op_type} on constants only")
+        self.consts[node.output[0]] = tuple(int(d) for d in shape)
+        self.const_nodes[node.output[0]] = node
 
     # ---- layers -------------------------------------------------------------------------------
 
@@ -365,7 +394,7 @@ class Importer(ImportState):
         if axes is None and len(node.input) > 1 and node.input[1]:
             if node.input[1] not in self.consts:
                 self.fail(node, "axes must be constant")
-            axes = self.consts[node.input[1]].tolist()
+            axes = self.value(node, node.input[1]).tolist()
         if axes is None or sorted(int(a) % 4 for a in axes) != [2, 3]:
             self.fail(node, f"only a reduction over H and W (axes 2, 3) is supported, got {axes}")
         self.act(node, node.input[0], rank=4)
@@ -454,15 +483,16 @@ class Importer(ImportState):
         const_name = node.input[1] if node.input[0] == acts[0] else node.input[0]
         if const_name not in self.consts:
             self.act(node, const_name)
-        const = self.consts[const_name]
+        shape = self.consts[const_name]  # only its shape matters
+        size = int(np.prod(shape))
         dims = self.dims.get(node.output[0])
         expect = (1, *x.shape) if x.rank == 4 else (1, x.shape[0] * x.shape[1] * x.shape[2])
         if dims is not None and dims != expect:
             self.fail(node, f"broadcasting a constant changes the shape to {list(dims)}")
         # a bias: one value, or one per channel (size K on axis 1 once broadcast, 1 elsewhere)
-        aligned = (1,) * (x.rank - const.ndim) + tuple(const.shape)
-        per_channel = const.size == 1 or (
-            len(aligned) == x.rank and aligned[1] == const.size == self.layer_width(x)
+        aligned = (1,) * (x.rank - len(shape)) + shape
+        per_channel = size == 1 or (
+            len(aligned) == x.rank and aligned[1] == size == self.layer_width(x)
         )
         if node.op_type in ("Add", "Sub") and x.raw and self.exclusive(acts[0]) and per_channel:
             self.fold_bias(x)
@@ -479,6 +509,64 @@ def _pair(v: Any) -> tuple[int, int]:
     return (t[0], t[1])
 
 
+def _graph_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:
+    """The initializers and the ``Constant`` nodes' tensors of the main graph."""
+    tensors = list(model.graph.initializer)
+    for node in model.graph.node:
+        if node.op_type == "Constant":
+            tensors += [a.t for a in node.attribute if a.type == onnx.AttributeProto.TENSOR]
+    return tensors
+
+
+def _read_needed_values(model: onnx.ModelProto, path: str, base_dir: str | None) -> None:
+    """Read (in place) the external data of the constants whose values shape inference or the
+    import needs: :data:`VALUE_INPUTS`, and the inputs of constant-only arithmetic that feeds
+    one. Weights (read by their dims) stay unread."""
+    graph = model.graph
+    tensors = {t.name: t for t in graph.initializer}
+    constant = set(tensors)
+    folded: set[str] = set()  # outputs of nodes whose inputs are all constant
+    for node in graph.node:
+        if node.op_type == "Constant":
+            for a in node.attribute:
+                if a.type == onnx.AttributeProto.TENSOR and node.output:
+                    tensors[node.output[0]] = a.t
+            constant.update(o for o in node.output if o)
+            continue
+        data = [t for t in node.input if t]
+        if data and all(t in constant for t in data):
+            constant.update(o for o in node.output if o)
+            folded.update(o for o in node.output if o)
+    needed: dict[str, tuple[int, int]] = {}  # tensor -> (node, input) of its first value read
+    for k in reversed(range(len(graph.node))):  # consumers before producers
+        node = graph.node[k]
+        positions = VALUE_INPUTS.get(node.op_type, ())
+        if any(o in folded and o in needed for o in node.output):
+            positions = tuple(range(len(node.input)))
+        for i in positions:
+            if i < len(node.input) and node.input[i]:
+                needed[node.input[i]] = min((k, i), needed.get(node.input[i], (k, i)))
+    for name, (k, _) in sorted(needed.items(), key=lambda item: item[1]):
+        tensor = tensors.get(name)
+        if tensor is not None and uses_external_data(tensor):
+            try:
+                load_external(tensor, base_dir)
+            except ValueError as err:
+                node = graph.node[k]
+                label = node.name or (node.output[0] if node.output else "?")
+                raise InputError(
+                    path, f"node {label} ({node.op_type})", f"needs the value of {name!r}, {err}"
+                ) from None
+
+
+def _infer_shapes(model: onnx.ModelProto, path: str) -> onnx.ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except Exception as err:
+        reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+        raise InputError(path, "(shape inference)", reason) from None
+
+
 def read_onnx(
     path_or_model: str | os.PathLike[str] | onnx.ModelProto, name: str | None = None
 ) -> Network:
@@ -487,7 +575,9 @@ def read_onnx(
     Parameters
     ----------
     path_or_model
-        An ``.onnx`` file or a loaded :class:`onnx.ModelProto`.
+        An ``.onnx`` file (its external data files, if any, beside it and read only for the
+        values the import needs) or a loaded :class:`onnx.ModelProto` (whose external data, if
+        not loaded with it, cannot be located: a value the import needs from it is an error).
     name
         Network name; default the file's stem (or the graph's name for a model).
 
@@ -501,29 +591,56 @@ def read_onnx(
     ------
     InputError
         The file cannot be read or shaped, the input is not ``[1, C, H, W]`` with static
-        dimensions, or a node is unsupported or malformed (named with its operator).
+        dimensions, a node is unsupported or malformed (named with its operator), or a value
+        a node needs is stored in a missing external data file.
     """
+    base_dir: str | None
     if isinstance(path_or_model, onnx.ModelProto):
         model = path_or_model
         path = f"<onnx model {model.graph.name or '?'}>"
         default_name = model.graph.name or "onnx"
+        base_dir = None  # its external data files, if any, cannot be located
     else:
         path = str(path_or_model)
         default_name = Path(path).stem
+        base_dir = os.path.dirname(path)
         try:
-            model = onnx.load(path)
+            model = onnx.load(path, load_external_data=False)  # weights: dims only
         except OSError as err:
             raise InputError(path, "(file)", err.strerror or str(err)) from None
         except Exception as err:  # protobuf DecodeError and friends
             raise InputError(path, "(file)", f"not a readable ONNX model: {err}") from None
     if not model.graph.node:
         raise InputError(path, "graph", "no nodes (empty or not an ONNX model)")
+    external = sorted(
+        {external_location(t) for t in _graph_tensors(model) if uses_external_data(t)}
+    )
+    if external:
+        _read_needed_values(model, path, base_dir)
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
-    except Exception as err:
-        reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
-        raise InputError(path, "(shape inference)", reason) from None
-    importer = Importer(inferred, path)
+        inferred = _infer_shapes(model, path)
+    except InputError as err:
+        # shape inference read a value outside VALUE_INPUTS: read all external data, as
+        # onnx.load would have, and try again
+        if not external or base_dir is None or "external" not in err.reason:
+            raise
+        missing = [f for f in external if not os.path.isfile(os.path.join(base_dir or ".", f))]
+        if missing:
+            raise InputError(
+                path, err.field, f"{err.reason}; external data file(s) {missing} missing"
+            ) from None
+        try:
+            load_external_data_for_model(model, base_dir)
+        except Exception as load_err:
+            raise InputError(
+                path,
+                err.field,
+                f"{err.reason}; reading the external data failed: "
+                f"{(str(load_err).strip().splitlines() or [type(load_err).__name__])[0]}",
+            ) from None
+        inferred = _infer_shapes(model, path)
+    importer = Importer(inferred, path, base_dir)
+    importer.external_files = external
     try:
         return importer.run(name or default_name)
     except InputError:

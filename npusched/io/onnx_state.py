@@ -1,8 +1,12 @@
 """State of one ONNX import (:mod:`npusched.io.onnx_import`): the activations, constants and
-layers found so far, and the helpers that check a node and map its output."""
+layers found so far, and the helpers that check a node and map its output.
+
+Constants are known by their shape; a constant's value is read only when asked for
+(:meth:`ImportState.value`), so weights stored as external data are never read."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -10,11 +14,22 @@ from typing import Any, NoReturn
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
+from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
 
 from npusched.common.errors import InputError
 from npusched.workload.layers import INPUT, Layer, Shape
 
 Dims = tuple[int | None, ...]
+
+NUMPY_BINARY = {
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Div": np.divide,
+    "Pow": np.power,
+}
+"""Element-wise arithmetic on constants (folded with numpy)."""
 
 
 @dataclass(frozen=True)
@@ -33,11 +48,16 @@ class Act:
 class ImportState:
     """What one import has seen so far, and the helpers every node handler uses."""
 
-    def __init__(self, model: onnx.ModelProto, path: str) -> None:
+    def __init__(self, model: onnx.ModelProto, path: str, base_dir: str | None) -> None:
         self.model = model
         self.path = path
+        self.base_dir = base_dir
         self.graph = model.graph
-        self.consts: dict[str, np.ndarray] = {}
+        self.consts: dict[str, tuple[int, ...]] = {}  # shape of every constant tensor
+        self.const_values: dict[str, np.ndarray] = {}  # values read or computed so far
+        self.const_tensors: dict[str, onnx.TensorProto] = {}  # initializers, Constant tensors
+        self.const_nodes: dict[str, onnx.NodeProto] = {}  # arithmetic on constants, not yet done
+        self.external_files: list[str] = []  # external data files the model refers to
         self.dims: dict[str, Dims] = {}
         self.values: dict[str, Act] = {}
         self.layers: list[Layer] = []
@@ -69,10 +89,38 @@ class ImportState:
             self.fail(node, f"input {tensor!r} is a constant; an activation is needed")
         self.fail(node, f"input {tensor!r} is not produced by an earlier node")
 
+    def add_const(self, name: str, tensor: onnx.TensorProto) -> None:
+        """Record the constant ``name`` held by ``tensor`` (by its dims; its value unread)."""
+        self.consts[name] = tuple(int(d) for d in tensor.dims)
+        self.const_tensors[name] = tensor
+
+    def set_const(self, name: str, value: np.ndarray) -> None:
+        self.consts[name] = tuple(int(d) for d in value.shape)
+        self.const_values[name] = value
+
+    def value(self, node: onnx.NodeProto, name: str) -> np.ndarray:
+        """The value of the constant ``name`` read by ``node``: arithmetic on constants is done
+        now, a tensor stored as external data is read now (beside the model)."""
+        if name not in self.const_values:
+            src = self.const_nodes.get(name)
+            if src is not None:
+                args = [self.value(src, t) for t in src.input if t]
+                op = NUMPY_BINARY.get(src.op_type)
+                self.const_values[name] = op(args[0], args[1]) if op else args[0]
+            else:
+                tensor = self.const_tensors[name]
+                if uses_external_data(tensor):
+                    try:
+                        load_external(tensor, self.base_dir)
+                    except ValueError as err:
+                        self.fail(node, f"needs the value of {name!r}, {err}")
+                self.const_values[name] = numpy_helper.to_array(tensor)
+        return self.const_values[name]
+
     def shape_of(self, node: onnx.NodeProto, tensor: str) -> tuple[int, ...]:
         """Static shape of a weight tensor (constant, or graph input with a known shape)."""
         if tensor in self.consts:
-            return tuple(int(d) for d in self.consts[tensor].shape)
+            return self.consts[tensor]
         dims = self.dims.get(tensor)
         if dims is None or any(d is None for d in dims):
             self.fail(node, f"weight {tensor!r} has no static shape")
@@ -152,3 +200,33 @@ class ImportState:
             lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
             out += [lo, total - lo]
         return (out[0], out[1], out[2], out[3])
+
+
+def external_location(tensor: onnx.TensorProto) -> str:
+    """The file (relative to the model's folder) holding ``tensor``'s external data."""
+    return next((e.value for e in tensor.external_data if e.key == "location"), "")
+
+
+def load_external(tensor: onnx.TensorProto, base_dir: str | None) -> None:
+    """Read ``tensor``'s external data into it (in place) from its file in ``base_dir``
+    (``None``: a model given in memory, whose external files cannot be located).
+
+    Raises
+    ------
+    ValueError
+        The file is missing or unreadable; the message completes "needs the value of NAME, ...".
+    """
+    location = external_location(tensor)
+    where = f"stored in the external data file {location!r}"
+    if base_dir is None:
+        raise ValueError(f"{where}, which cannot be located for a model given in memory")
+    if not os.path.isfile(os.path.join(base_dir or ".", location)):
+        raise ValueError(
+            f"{where}, which is missing beside the model (without it only the weights' shapes "
+            "can be read)"
+        )
+    try:
+        load_external_data_for_tensor(tensor, base_dir)
+    except Exception as err:  # truncated file, a location outside base_dir, ...
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"{where}, which cannot be read: {first}") from None

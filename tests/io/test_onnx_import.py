@@ -1,7 +1,8 @@
 """ONNX import (:func:`npusched.io.onnx_import.read_onnx`): small graphs built with
 :mod:`onnx.helper` for each supported operator (shapes and MACs checked by hand), batch-norm
-folding, ``auto_pad``, the errors, and a ResNet-18 built like torchvision's export compared with
-the zoo's ``resnet18``."""
+folding, ``auto_pad``, the errors, a ResNet-18 built like torchvision's export compared with
+the zoo's ``resnet18``, weights stored as external data (read by their dims, the file deleted),
+and ZigZag's shipped ``zigzag/inputs/workload/*.onnx`` when ``zigzag-dse`` is installed."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx.external_data_helper import uses_external_data
 
 from npusched.common.errors import InputError
+from npusched.io import onnx_state
 from npusched.io.onnx_import import read_onnx
 from npusched.workload import INPUT, Network
-from npusched.workload.zoo import load_network, network_from_dict
+from npusched.workload.zoo import list_networks, load_network, network_from_dict
 
 OPSET = 17
 
@@ -614,3 +617,264 @@ def test_resnet18_matches_zoo(resnet18: Network) -> None:
 def test_imported_network_passes_the_network_schema(resnet18: Network) -> None:
     again = network_from_dict(resnet18.to_dict())
     assert again.macs() == resnet18.macs() and again.params() == resnet18.params()
+
+
+# ---- weights stored as external data --------------------------------------------------------
+
+
+def _save_external(model: onnx.ModelProto, folder: Path, attributes: bool = False) -> Path:
+    """Save a copy of ``model`` with every tensor (``attributes``: also the ``Constant`` nodes')
+    in one external file ``net.weights`` beside ``net.onnx``."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    path = folder / "net.onnx"
+    onnx.save_model(
+        copy,
+        str(path),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="net.weights",
+        size_threshold=0,
+        convert_attribute=attributes,
+    )
+    stored = onnx.load(str(path), load_external_data=False)
+    assert stored.graph.initializer
+    assert all(uses_external_data(t) for t in stored.graph.initializer)
+    assert (folder / "net.weights").is_file()
+    return path
+
+
+def _small_cnn() -> onnx.ModelProto:
+    """conv 3→8 (bias) + BN + Relu, 2×2 max pool, grouped conv 8→8 (no bias), residual add,
+    global average pool, Flatten, Gemm 8→10."""
+    b = _Builder([1, 3, 16, 16])
+    c1 = b.conv("x", "conv1", 3, 8, 3, bias=True, pads=[1, 1, 1, 1])
+    r = b.node("Relu", [b.bn(c1, "bn1", 8)], "r", name="relu")
+    p = b.node("MaxPool", [r], "p", name="pool", kernel_shape=[2, 2], strides=[2, 2])
+    c2 = b.conv(p, "conv2", 8, 8, 3, group=2, pads=[1, 1, 1, 1])
+    a = b.node("Add", [c2, p], "a", name="add")
+    g = b.node("GlobalAveragePool", [a], "g", name="gap")
+    f = b.node("Flatten", [g], "f", name="flatten", axis=1)
+    b.node("Gemm", [f, b.init("fc.w", (10, 8)), b.init("fc.b", (10,))], "y", name="fc", transB=1)
+    return b.model(graph="small")
+
+
+def test_external_weights_missing_are_read_by_their_dims(tmp_path: Path) -> None:
+    model = _small_cnn()
+    path = _save_external(model, tmp_path)
+    (tmp_path / "net.weights").unlink()
+    net = read_onnx(path)
+    assert [(layer.name, layer.op) for layer in net.layers] == [
+        ("conv1", "conv"),
+        ("pool", "maxpool"),
+        ("conv2", "conv"),
+        ("add", "add"),
+        ("gap", "avgpool"),
+        ("fc", "fc"),
+    ]
+    assert net.shapes == {
+        INPUT: (3, 16, 16),
+        "conv1": (8, 16, 16),
+        "pool": (8, 8, 8),
+        "conv2": (8, 8, 8),
+        "add": (8, 8, 8),
+        "gap": (8, 1, 1),
+        "fc": (10, 1, 1),
+    }
+    assert net.layer("conv2").groups == 2 and net.layer("add").inputs == ("conv2", "pool")
+    # conv1 8·16·16 · 3·3·3 = 55,296; conv2 8·8·8 · 4·3·3 = 18,432; fc 8·10 = 80
+    assert net.macs() == 55_296 + 18_432 + 80
+    # conv1 8·27 + 8 (BN folds into its bias); conv2 8·36; fc 80 + 10
+    assert net.params() == 224 + 288 + 90
+    assert net.source["folded_batchnorm"] == 1
+    assert net.source["external_data"] == ["net.weights"]
+    # the same network as from the model with its weights in memory
+    again = read_onnx(model)
+    assert (net.layers, net.shapes) == (again.layers, again.shapes)
+    assert again.source["external_data"] == []
+
+
+def test_external_weights_of_a_model_in_memory(tmp_path: Path) -> None:
+    path = _save_external(_small_cnn(), tmp_path)
+    model = onnx.load(str(path), load_external_data=False)
+    assert read_onnx(model).macs() == 55_296 + 18_432 + 80
+
+
+def _reshape_to_fc(b: _Builder, shape: str) -> None:
+    c = b.conv("x", "conv", 3, 2, 1)
+    r = b.node("Reshape", [c, shape], "flat", name="rs")
+    b.node("Gemm", [r, b.init("fc.w", (5, 32))], "y", name="fc", transB=1)
+
+
+def _value_from_initializer() -> onnx.ModelProto:
+    b = _Builder([1, 3, 4, 4])
+    b.inits.append(numpy_helper.from_array(np.array([1, 32], np.int64), "shape"))
+    _reshape_to_fc(b, "shape")
+    return b.model()
+
+
+def _value_from_arithmetic() -> onnx.ModelProto:
+    b = _Builder([1, 3, 4, 4])
+    b.inits.append(numpy_helper.from_array(np.array([0, 16], np.int64), "half"))
+    b.inits.append(numpy_helper.from_array(np.array([1, 16], np.int64), "more"))
+    b.node("Add", ["half", "more"], "shape", name="sum")
+    _reshape_to_fc(b, "shape")
+    return b.model()
+
+
+def _value_from_constant_node() -> onnx.ModelProto:
+    b = _Builder([1, 3, 4, 4])
+    value = numpy_helper.from_array(np.array([1, 32], np.int64), "shape_value")
+    b.nodes.append(helper.make_node("Constant", [], ["shape"], name="k", value=value))
+    _reshape_to_fc(b, "shape")
+    return b.model()
+
+
+def _reduce_axes_input() -> onnx.ModelProto:
+    b = _Builder([1, 3, 4, 4])
+    c = b.conv("x", "conv", 3, 2, 1)
+    b.inits.append(numpy_helper.from_array(np.array([2, 3], np.int64), "axes"))
+    b.node("ReduceMean", [c, "axes"], "y", name="gap", keepdims=1)
+    model = b.model()
+    model.opset_import[0].version = 18  # axes: an input from opset 18
+    return model
+
+
+@pytest.mark.parametrize(
+    ("build", "attributes", "field", "tensor", "layers"),
+    [
+        (_value_from_initializer, False, "node rs (Reshape)", "shape", ["conv", "fc"]),
+        (_value_from_arithmetic, False, "node sum (Add)", "half", ["conv", "fc"]),
+        (_value_from_constant_node, True, "node rs (Reshape)", "shape", ["conv", "fc"]),
+        (_reduce_axes_input, False, "node gap (ReduceMean)", "axes", ["conv", "gap"]),
+    ],
+)
+def test_external_values_the_import_needs(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    build: Any,
+    attributes: bool,
+    field: str,
+    tensor: str,
+    layers: list[str],
+) -> None:
+    model = build()
+    path = _save_external(model, tmp_path, attributes)
+    read: list[str] = []
+    load = onnx_state.load_external_data_for_tensor
+
+    def recording(t: onnx.TensorProto, base_dir: str) -> None:
+        read.append(t.name)
+        load(t, base_dir)
+
+    monkeypatch.setattr(onnx_state, "load_external_data_for_tensor", recording)
+    # data present: read as before, and only the values needed (never a weight)
+    net = read_onnx(path)
+    expected = read_onnx(model)
+    assert [layer.name for layer in net.layers] == layers
+    assert (net.layers, net.shapes, net.macs()) == (
+        expected.layers,
+        expected.shapes,
+        expected.macs(),
+    )
+    weights = {"conv.weight", "fc.w"}
+    assert read and not weights & set(read)
+    assert set(read) <= {"shape", "shape_value", "half", "more", "axes"}
+    # data missing: a one-line error naming the node, the tensor and the file
+    (tmp_path / "net.weights").unlink()
+    err = _error(path)
+    assert (err.path, err.field) == (str(path), field)
+    assert err.reason.startswith(f"needs the value of {tensor!r}, stored in the external data file")
+    assert "'net.weights'" in err.reason and "missing" in err.reason and "\n" not in str(err)
+
+
+def test_external_value_of_a_model_in_memory(tmp_path: Path) -> None:
+    path = _save_external(_value_from_initializer(), tmp_path)
+    err = _error(onnx.load(str(path), load_external_data=False))
+    assert err.field == "node rs (Reshape)"
+    assert "cannot be located for a model given in memory" in err.reason
+
+
+def test_truncated_external_data_file(tmp_path: Path) -> None:
+    path = _save_external(_value_from_initializer(), tmp_path)
+    (tmp_path / "net.weights").write_bytes(b"")
+    err = _error(path)
+    assert err.field == "node rs (Reshape)" and "'shape'" in err.reason
+    assert "which cannot be read" in err.reason
+
+
+def test_external_value_outside_the_table_falls_back_to_reading_all(tmp_path: Path) -> None:
+    """Expand's shape is read by shape inference but is not in ``VALUE_INPUTS``: with the data
+    present everything is read (the error is then the same as for the model in memory); without
+    it the shape-inference error says the file is missing."""
+    b = _Builder([1, 3, 4, 4])
+    c = b.conv("x", "conv", 3, 2, 1)
+    b.inits.append(numpy_helper.from_array(np.array([1, 2, 4, 4], np.int64), "to"))
+    b.node("Expand", [c, "to"], "y", name="ex")
+    model = b.model()
+    path = _save_external(model, tmp_path)
+    err = _error(path)
+    assert err.field == "node ex (Expand)" and err.reason == _error(model).reason
+    (tmp_path / "net.weights").unlink()
+    err = _error(path)
+    assert err.field == "(shape inference)" and "external data file(s) ['net.weights'] missing" in (
+        err.reason
+    )
+
+
+# ---- ZigZag's shipped workloads -------------------------------------------------------------
+
+
+def _assert_same_as_zoo(net: Network, zoo: Network) -> None:
+    """Same layers (geometry, shapes, producers; an add's inputs in any order) and MACs; the
+    parameters differ by exactly the biases one side has and the other does not."""
+    geometry = ("op", "out_channels", "kernel", "stride", "pad", "dilation", "groups")
+    assert Counter(layer.op for layer in net.layers) == Counter(layer.op for layer in zoo.layers)
+    bias_params = 0
+    for mine, theirs in zip(net.layers, zoo.layers, strict=True):
+        assert [getattr(mine, g) for g in geometry] == [getattr(theirs, g) for g in geometry]
+        assert mine.global_pool == theirs.global_pool, theirs.name
+        assert net.shapes[mine.name] == zoo.shapes[theirs.name], theirs.name
+        assert sorted(net.index.get(p, -1) for p in mine.inputs) == sorted(
+            zoo.index.get(p, -1) for p in theirs.inputs
+        ), theirs.name
+        if theirs.op in ("conv", "fc"):
+            bias_params += (mine.bias - theirs.bias) * theirs.out_channels
+    assert net.macs() == zoo.macs()
+    assert net.params() == zoo.params() + bias_params
+
+
+def test_zigzag_shipped_workloads() -> None:
+    """ZigZag (PyPI ``zigzag-dse``) ships ``zigzag/inputs/workload/*.onnx`` whose weights point
+    to ``*.external`` files it does not ship. Every CNN among them is read; those the zoo also has
+    match it (ResNet-18: 1,814,073,344 MACs; the convs carry the bias of the BN folded at export,
+    4,800 parameters more than the zoo's)."""
+    zigzag = pytest.importorskip(
+        "zigzag", reason="zigzag-dse is not installed: no shipped ONNX workloads to read"
+    )
+    folder = Path(zigzag.__file__).parent / "inputs" / "workload"
+    files = sorted(folder.glob("*.onnx"))
+    cnns = [
+        f
+        for f in files
+        if any(n.op_type == "Conv" for n in onnx.load(str(f), load_external_data=False).graph.node)
+    ]
+    assert "resnet18.onnx" in [f.name for f in cnns], f"{folder}: {[f.name for f in files]}"
+    nets = {f.stem: read_onnx(f) for f in cnns}
+    for stem, net in nets.items():
+        assert net.layers[0].op == "conv" and net.macs() > 0, stem
+        assert net.layers[-1].op == "fc" and net.shapes[net.layers[-1].name] == (1000, 1, 1), stem
+    resnet18 = nets["resnet18"]
+    zoo = load_network("resnet18")
+    assert Counter(layer.op for layer in resnet18.layers) == {
+        "conv": 20,
+        "maxpool": 1,
+        "add": 8,
+        "avgpool": 1,
+        "fc": 1,
+    }
+    assert resnet18.macs() == zoo.macs() == 1_814_073_344
+    assert resnet18.params() == zoo.params() + 4_800
+    _assert_same_as_zoo(resnet18, zoo)
+    for stem in sorted(set(nets) & set(list_networks()) - {"resnet18"}):
+        _assert_same_as_zoo(nets[stem], load_network(stem))
