@@ -117,6 +117,7 @@ def instance_cases(inst: dict[str, Any], mesh: dict[str, Any], routed: dict[str,
     col = _columnar(inst)
     text = _json(inst)
     first, second = inst["uops"][0]["id"], inst["uops"][1]["id"]
+    out_doc = _with_outputs(routed)
     cases: dict[str, bytes] = {
         "inst_empty.json": b"",
         "inst_garbage.json": b"this is not json\n",
@@ -167,6 +168,12 @@ def instance_cases(inst: dict[str, Any], mesh: dict[str, Any], routed: dict[str,
         "routed_unknown_link.json": _edit(routed, _set("topology/routes/0/links", [999])),
         "routed_allowed_unknown.json": _edit(routed, _set("uops/0/allowed_cores", [99])),
         "routed_bandwidth_negative.json": _edit(routed, _set("topology/links/0/bandwidth", -8)),
+        "routed_output_negative.json": _edit(out_doc, _set("uops/0/output", -8)),
+        "routed_output_fraction.json": _edit(out_doc, _set("uops/0/output", 8.5)),
+        "routed_output_string.json": _edit(out_doc, _set("uops/0/output", "8")),
+        "routed_output_missing.json": _edit(out_doc, lambda d: d["uops"][1].pop("output")),
+        "routed_output_below_edge.json": _edit(out_doc, _set("uops/0/output", 1)),
+        "inst_output_no_topology.json": _edit(inst, _set("uops/0/output", 8)),
         "col_lengths_differ.json": _edit(col, lambda d: d["uops"]["latency"].pop()),
         "col_edge_unknown.json": _edit(col, lambda d: d["edges"]["src"].__setitem__(0, "x")),
         "col_latency_negative.json": _edit(col, lambda d: d["uops"]["latency"].__setitem__(0, -1)),
@@ -186,6 +193,16 @@ def instance_cases(inst: dict[str, Any], mesh: dict[str, Any], routed: dict[str,
     out["verify_instance_nan.json"] = (cases["inst_nan.json"], VERIFY_INSTANCE)
     out["verify_instance_cycle.json"] = (cases["inst_cycle.json"], VERIFY_INSTANCE)
     return out
+
+
+def _with_outputs(routed: dict[str, Any]) -> dict[str, Any]:
+    """The routed instance with every μop's ``output`` 4 units above its largest edge (its edges
+    then carry what their consumers read of it)."""
+    d = copy.deepcopy(routed)
+    for u in d["uops"]:
+        sent = [e.get("bytes", 0) for e in d["edges"] if e["src"] == u["id"]]
+        u["output"] = max(sent, default=0) + 4
+    return d
 
 
 def solution_cases(sol: dict[str, Any], routed_sol: dict[str, Any]) -> Cases:

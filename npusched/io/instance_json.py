@@ -12,7 +12,13 @@ from npusched.common.errors import InputError
 from npusched.common.jsonio import load_schema, read_json, validate, write_json
 from npusched.io.columnar import COMPACT_ABOVE, graph_columns, graph_from_columns
 from npusched.problem import Accelerator, Core, Reference, SchedulingInstance, UopGraph
-from npusched.problem.scheduling.routed import DramTensor, Link, RoutedInstance, Topology
+from npusched.problem.scheduling.routed import (
+    DramTensor,
+    Link,
+    RoutedInstance,
+    Topology,
+    over_output,
+)
 
 FORMAT = "npusched/instance/v1"
 
@@ -89,6 +95,8 @@ def _routed_to_dict(inst: RoutedInstance) -> dict[str, Any]:
             u["layer"] = int(inst.layer[i])
         if inst.streamed is not None and inst.streamed[i]:
             u["streamed"] = True
+        if inst.output is not None:
+            u["output"] = int(inst.output[i])
     topo = inst.topology
     out["data_unit"] = inst.data_unit
     out["topology"] = {
@@ -167,7 +175,34 @@ def _routed_from_dict(data: dict[str, Any], base: SchedulingInstance, path: str)
         )
     except ValueError as err:
         raise InputError(path, "topology", str(err)) from None
-    return _memory_from_dict(inst, data, path)
+    return _memory_from_dict(_output_from_dict(inst, data, path), data, path)
+
+
+def _output_from_dict(inst: RoutedInstance, data: dict[str, Any], path: str) -> RoutedInstance:
+    """The μops' ``output`` (the data each produces; its edges carry what their consumers read
+    of it): every μop's or none's, and no edge carrying more than its producer's."""
+    uops = data["uops"]
+    given = ["output" in u for u in uops]
+    if not any(given):
+        return inst
+    if not all(given):
+        k = given.index(False)
+        raise InputError(path, f"uops/{k}/output", "needs every μop's output when any μop has one")
+    output = np.array([u["output"] for u in uops], dtype=np.int64)  # the schema: ints >= 0
+    e = over_output(inst.graph, output)
+    if e is not None:
+        g = inst.graph
+        p = int(g.src[e])
+        raise InputError(
+            path, f"uops/{p}/output",
+            f"μop {g.ids[p]} outputs {int(output[p])}, but its edge to μop {g.ids[g.dst[e]]} "
+            f"(edges/{e}) carries {int(g.bytes[e])}: an edge carries what its consumer reads "
+            "of the output",
+        )  # fmt: skip
+    try:
+        return replace(inst, output=output)
+    except ValueError as err:
+        raise InputError(path, "uops/output", str(err)) from None
 
 
 def _memory_from_dict(inst: RoutedInstance, data: dict[str, Any], path: str) -> RoutedInstance:
@@ -302,6 +337,9 @@ def instance_from_dict(data: Any, path: str = "<memory>") -> SchedulingInstance 
         "allowed_cores" in u or "preferred_core" in u for u in data["uops"]
     ):
         raise InputError(path, "topology", "DRAM tensors and allowed cores need a topology")
+    given = [k for k, u in enumerate(data["uops"]) if "output" in u]
+    if given:  # it would change what edges carry: an instance without links must not drop it
+        raise InputError(path, f"uops/{given[0]}/output", "μop outputs need a topology")
     return inst
 
 

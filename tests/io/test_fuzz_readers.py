@@ -1,9 +1,9 @@
 """A fuzzer over every reader: any bytes give a valid object or an ``InputError``, nothing else.
 
-Readers: instance JSON (row form, columnar form, routed, ``.json.gz``), placement JSON, solution
-JSON (of a DAG schedule and of a routed one), Kasahara ``.stg``, MSPCD ``.td``, QAPLIB ``.dat``,
-Stream export, network JSON, architecture JSON and ONNX. Inputs, drawn by hypothesis from one
-valid file per reader:
+Readers: instance JSON (row form, columnar form, routed, with μop outputs, ``.json.gz``),
+placement JSON, solution JSON (of a DAG schedule and of a routed one), Kasahara ``.stg``, MSPCD
+``.td``, QAPLIB ``.dat``, Stream export, network JSON, architecture JSON and ONNX. Inputs, drawn
+by hypothesis from one valid file per reader:
 
 - the valid file's bytes mutated (a byte flipped, a run cut, bytes inserted, a slice repeated,
   the tail cut off), random bytes and random text;
@@ -95,6 +95,23 @@ def _routed() -> bytes:
     return json.dumps(instance_to_dict(inst), default=lambda a: a.tolist()).encode()
 
 
+def _with_output() -> bytes:
+    """A routed mesh instance whose μops' outputs exceed their edges (edges carry what their
+    consumers read), with memory capacities."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from npusched.bench.generate import layered_dag
+    from npusched.io.instance_json import instance_to_dict
+    from npusched.problem.scheduling.routed import RoutedInstance
+
+    inst = RoutedInstance.from_mesh(layered_dag(2, 3, (2, 2), seed=3))
+    inst = replace(inst, output=inst.output_data + 5)
+    inst = replace(inst, capacity=np.full(inst.m, 2 * int(inst.operand_data().max())))
+    return json.dumps(instance_to_dict(inst), default=lambda a: a.tolist()).encode()
+
+
 def _columnar() -> bytes:
     from npusched.io.instance_json import instance_to_dict
 
@@ -135,6 +152,7 @@ READERS: dict[str, Reader] = {
         lambda p: read_stream(p, memory=True),
     ),
     "instance_memory": (".json", _with_memory, load_instance),
+    "instance_output": (".json", _with_output, load_instance),
     "network": (
         ".json",
         (ROOT / "npusched/workload/zoo/lenet.json").read_bytes,

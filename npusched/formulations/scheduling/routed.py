@@ -4,9 +4,14 @@ NoC issue with a transfer interval on the links of its route, Stream's hardware 
 Notation: ``x_ik`` μop ``i`` on core ``k`` (fixed when the allocation is given); ``K_i`` its
 allowed cores; ``D(p)`` consumers of data from ``p`` (edges with data > 0); ``τ_pac`` the
 transfer of ``p``'s output from core ``a`` to core ``c``, present iff ``p`` is on ``a`` and some
-consumer on ``c ≠ a``; ``ω_kc`` DRAM tensor ``k`` sent to core ``c``. Every transfer interval has
-the fixed length ``⌈data / min bandwidth on its route⌉`` and joins the NoOverlap of every link
-(bus) on its route. With memory capacities every lifetime of
+consumer on ``c ≠ a``; ``ω_kc`` DRAM tensor ``k`` sent to core ``c``. A transfer carries the copy
+of :meth:`~npusched.problem.scheduling.routed.RoutedInstance.copy_data`:
+``b_pc = min(o_p, Σ_{q ∈ D(p)} r_pq x_qc)`` (``o_p`` the output, ``r_pq`` what ``q`` reads of it),
+a constant where the consumers that may run on ``c`` fix it (a fixed allocation; Stream's
+exports, where every edge carries the whole output), else a variable. Every transfer interval
+lasts ``hops · hop latency + ⌈b / B⌉`` (``B`` the least bandwidth on its route; with a variable
+copy ``B = num/den`` exactly, as ``num · (len − hops · hop latency) ≥ den · b_pc``) and joins the
+NoOverlap of every link (bus) on its route. With memory capacities every lifetime of
 :func:`~npusched.verify.scheduling.routed.residency` is an interval ``[α, ω)`` in a cumulative of
 the core's capacity ``M_c`` (Stream §III-F as constraints), optional where the allocation is
 free (present with its copy). The model has no eviction. With ``units`` (one allocation unit per
@@ -16,7 +21,9 @@ exact allocation model of :mod:`npusched.search.allocation_lns`.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -45,7 +52,8 @@ class RoutedModel:
         self.model = cp_model.CpModel()
         self.life: dict[tuple[int, int, int], Any] = {}
         self.present: dict[tuple[int, int, int], Any] = {}  # transfer literal (or True)
-        self._cycles: dict[tuple[int, int, int], int] = {}
+        self._cycles: dict[tuple[int, int, int], Any] = {}  # an int, or a length variable
+        self._data: dict[tuple[int, int, int], Any] = {}  # the copy: an int, or a variable
         self._users: dict[tuple[int, int, int], Any] = {}
         self.res_intervals: dict[int, list[Any]] = defaultdict(list)
         self.core_intervals: dict[int, list[Any]] = defaultdict(list)
@@ -93,10 +101,13 @@ class RoutedModel:
                     m.add_exactly_one(x.values())
                     if u is not None:
                         shared[u] = x
-                for k in ks:
+                for k in ks:  # each its own end: CP-SAT 9.15 wrongly proves infeasibility
+                    # when optional intervals of different sizes share one end variable
+                    dk = int(d[i, k])
                     self.core_intervals[k].append(
-                        m.new_optional_interval_var(s, int(d[i, k]), e, x[k], "")
+                        m.new_optional_interval_var(s, dk, s + dk, x[k], "")
                     )
+                    m.add(e == s + dk).only_enforce_if(x[k])
             self.s.append(s)
             self.e.append(e)
             self.x.append(x)
@@ -111,18 +122,28 @@ class RoutedModel:
             self.model.add(self.e[p] <= self.s[q])
 
     def _transfer(
-        self, key: tuple[int, int, int], data: int, route: tuple[int, ...], lit: Any, users: Any
-    ) -> tuple[Any, int]:
-        """An interval of ``⌈data / bw⌉`` cycles on ``route``, present when ``lit``, for the
-        μops ``users`` (those that may wait for it)."""
+        self, key: tuple[int, int, int], data: Any, route: tuple[int, ...], lit: Any, users: Any
+    ) -> tuple[Any, Any]:
+        """An interval on ``route`` for ``data`` (an int, or ``(variable, largest)``: a copy
+        that depends on the allocation) present when ``lit``, for the μops ``users`` (those that
+        may wait for it); its start and length (an int, or a variable)."""
         m = self.model
-        cyc = self.inst.topology.cycles(data, route)
         t = m.new_int_var(0, self.H, f"t{key}")
-        iv = (
-            m.new_fixed_size_interval_var(t, cyc, "")
-            if lit is True
-            else m.new_optional_fixed_size_interval_var(t, cyc, lit, "")
-        )
+        if isinstance(data, tuple):
+            var, most = data
+            cyc: Any = self._length(key, var, most, route)
+            end = m.new_int_var(0, self.H + self.inst.topology.cycles(most, route), "")
+            m.add(end == t + cyc)
+            iv = m.new_optional_interval_var(t, cyc, end, lit, "")
+            self._data[key] = var
+        else:
+            cyc = self.inst.topology.cycles(data, route)
+            iv = (
+                m.new_fixed_size_interval_var(t, cyc, "")
+                if lit is True
+                else m.new_optional_fixed_size_interval_var(t, cyc, lit, "")
+            )
+            self._data[key] = data
         for x in route:
             self.res_intervals[int(self.inst.topology.resource_of[x])].append(iv)
         self.tstart[key] = t
@@ -130,25 +151,48 @@ class RoutedModel:
         self._users[key] = np.asarray(users, dtype=np.int64)
         return t, cyc
 
+    def _length(self, key: tuple[int, int, int], var: Any, most: int, route: tuple[int, ...]
+                ) -> Any:  # fmt: skip
+        """A length variable of at least ``hops · hop latency + ⌈var / B⌉`` cycles (the
+        :meth:`~npusched.problem.scheduling.routed.Topology.cycles` of the copy ``var``), with
+        ``B = num / den`` the route's least bandwidth as an exact fraction (a float's); a
+        fraction too large for the solver's integers is rounded down (a length that can only
+        be longer)."""
+        topo = self.inst.topology
+        most_cyc = topo.cycles(most, route)
+        length = self.model.new_int_var(0, most_cyc, f"len{key}")
+        bw = Fraction(min(topo.links[x].bandwidth for x in route))
+        if bw.numerator > 2**31 or bw.denominator > 2**31:
+            bw = _below(bw)
+        hops = len(route) * topo.hop_latency
+        self.model.add(bw.numerator * (length - hops) >= bw.denominator * var)
+        self.model.add(length >= hops)
+        return length
+
     def _output_transfers(self) -> None:
         """A producer's output goes once to every other core hosting one of its data consumers,
-        after the producer ends and before each of those consumers starts.
+        after the producer ends and before each of those consumers starts; it carries what the
+        consumers there read (``b_pc``, a variable where the allocation decides it).
 
         .. math:: \\tau_{pac} \\Leftarrow x_{pa} \\wedge x_{qc} \\ (q \\in D(p),\\ a \\ne c),
                   \\qquad t_{pac} \\ge e_p, \\qquad
-                  x_{pa} \\wedge x_{qc} \\Rightarrow s_q \\ge t_{pac} + \\lceil b_p / B \\rceil
+                  x_{pa} \\wedge x_{qc} \\Rightarrow s_q \\ge t_{pac} + \\ell_{pac}, \\qquad
+                  \\ell_{pac} \\ge \\lceil b_{pc} / B \\rceil,
+                  \\quad b_{pc} = \\min(o_p, \\textstyle\\sum_{q} r_{pq} x_{qc})
         """
         inst, m = self.inst, self.model
         g = inst.graph
         self.tstart: dict[tuple[int, int, int], Any] = {}
         data_edge = np.flatnonzero(g.bytes > 0)
-        consumers: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        read = inst.read_data
+        consumers: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
         for e in data_edge.tolist():
-            consumers[int(g.src[e])].append((int(g.dst[e]), int(g.bytes[e])))
-        for p, cons in consumers.items():
-            data = max(b for _, b in cons)
-            for c in sorted({k for q, _ in cons for k in self.x[q]}):
-                users = [q for q, _ in cons if c in self.x[q]]
+            consumers[int(g.src[e])][int(g.dst[e])] += int(read[e])
+        for p, reads in consumers.items():
+            cons = sorted(reads)
+            for c in sorted({k for q in cons for k in self.x[q]}):
+                users = [q for q in cons if c in self.x[q]]
+                data = self._copy(p, c, {q: reads[q] for q in users})
                 for a in self.x[p]:
                     if a == c:
                         continue
@@ -165,6 +209,22 @@ class RoutedModel:
                     for q in users:
                         cond = [v for v in (pa, self._lit(q, c)) if v is not True]
                         m.add(self.s[q] >= t + cyc).only_enforce_if(cond)
+
+    def _copy(self, p: int, c: int, reads: dict[int, int]) -> Any:
+        """The copy of ``p``'s output core ``c`` receives from the consumers ``reads`` (μop →
+        what it reads) that may run there: an int when the allocation cannot change it, else
+        ``(variable, largest)`` with the variable ``min(o_p, Σ r_q x_qc)``."""
+        inst = self.inst
+        fixed = sum(r for q, r in reads.items() if self._lit(q, c) is True)
+        free = {q: r for q, r in reads.items() if self._lit(q, c) is not True}
+        most = int(inst.copy_data(p, fixed + sum(free.values())))
+        least = int(inst.copy_data(p, fixed if fixed else min(free.values())))
+        if least == most:  # every copy the allocation can make is the same
+            return most
+        var = self.model.new_int_var(0, most, f"b{p},{c}")
+        total = fixed + sum(r * self._lit(q, c) for q, r in free.items())
+        self.model.add_min_equality(var, [int(inst.output_data[p]), total])
+        return (var, most)
 
     def _dram_transfers(self) -> None:
         """A DRAM tensor goes once to every core hosting one of its consumers, before they start.
@@ -186,7 +246,7 @@ class RoutedModel:
                     for q in users:
                         m.add_implication(self._lit(q, c), lit)
                 key = (-1 - k, -1, c)
-                t, cyc = self._transfer(key, tensor.data, inst.route(-1, c), lit, users)
+                t, cyc = self._transfer(key, int(tensor.data), inst.route(-1, c), lit, users)
                 for q in users:
                     cond = [v for v in (self._lit(q, c),) if v is not True]
                     m.add(self.s[q] >= t + cyc).only_enforce_if(cond)
@@ -215,7 +275,8 @@ class RoutedModel:
         its core ``a`` from its start until its last local data consumer and its last send end;
         data received on core ``c`` from its transfer's start until the last μop it serves there
         ends; data of streamed μops takes no room. Each lifetime is present with its copy
-        (``x_pa``, ``τ_pac``, ``ω_kc``).
+        (``x_pa``, ``τ_pac``, ``ω_kc``) and holds its size: ``o_p`` on the producer's core, the
+        copy ``b_pc`` its transfer carries elsewhere.
 
         .. math:: \omega_{pa} \ge e_q \Leftarrow x_{qa} \ (q \in D(p)), \quad
                   \omega_{pa} \ge t_{pac} + \lceil b_p / B \rceil \Leftarrow \tau_{pac},
@@ -228,7 +289,7 @@ class RoutedModel:
         g, streamed = inst.graph, inst.is_streamed
         output = inst.output_data
         # lifetime (tensor, from, on) -> (start, bits, presence, [(end term, condition)])
-        life: dict[tuple[int, int, int], tuple[Any, int, Any, list[tuple[Any, list[Any]]]]] = {}
+        life: dict[tuple[int, int, int], tuple[Any, Any, Any, list[tuple[Any, list[Any]]]]] = {}
         for p in np.flatnonzero((output > 0) & ~streamed).tolist():
             for a, lit in self.x[p].items():
                 life[(p, a, a)] = (self.s[p], int(output[p]), lit, [(self.e[p], [])])
@@ -245,9 +306,9 @@ class RoutedModel:
             users = self._users[key]
             if not streamed[users].all():
                 ends = [(self.e[q], [self._lit(q, c)]) for q in users.tolist()]
-                life[key] = (t, int(inst.tensor_data(src)), lit, ends)
+                life[key] = (t, self._data[key], lit, ends)
         m = self.model
-        per_core: dict[int, tuple[list[Any], list[int]]] = defaultdict(lambda: ([], []))
+        per_core: dict[int, tuple[list[Any], list[Any]]] = defaultdict(lambda: ([], []))
         for key, (start, bits, lit, ends) in life.items():
             end = m.new_int_var(0, self.H, f"life{key}")
             for term, cond in ends:
@@ -296,6 +357,10 @@ class RoutedModel:
             a = -1 if src < 0 else int(sched.core[src])
             if sched.tstart[t] >= 0:  # (a schedule that evicts may replace it by a re-fetch)
                 m.add_hint(self.tstart[(src, a, c)], int(sched.tstart[t]))
+            var = self._data.get((src, a, c))
+            if var is not None and not isinstance(var, int):  # a copy the allocation decides
+                m.add_hint(var, int(tr.data[t]))
+                m.add_hint(self._cycles[(src, a, c)], int(tr.cycles[t]))
         if self.life and not sched.evicts:  # a schedule that evicts is no solution here
             from npusched.verify.scheduling.routed import residency
 
@@ -358,3 +423,10 @@ class RoutedModel:
             dtype=np.int64,
         )
         return RoutedSchedule(start, core, ts, ts + tr.cycles)
+
+
+def _below(bw: Fraction) -> Fraction:
+    """A fraction no larger than ``bw`` with a denominator of ``2^20`` (or an integer), small
+    enough for the solver's integer coefficients."""
+    near = Fraction(math.floor(bw * 2**20), 2**20)
+    return near if 0 < near.numerator <= 2**31 else Fraction(max(math.floor(bw), 1))

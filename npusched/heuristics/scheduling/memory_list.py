@@ -31,9 +31,39 @@ sent while the producer's own copy is evicted (that re-fetch replaces the requir
 from the producer's core). Never evicted: the candidate's own inputs. The schedule carries its
 memory records and these moves (:class:`~npusched.problem.scheduling.routed.Moves`). With a
 route from every core to DRAM no schedule can then deadlock: what stays is the candidate's own
-operands, which fit (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.operand_data`);
-without one (a mesh without DRAM) only weights can be evicted, and when even that leaves too
-little room the scheduler stops with :class:`MemoryDeadlock` naming the core.
+operands, which fit (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.operand_data`
+under the allocation, checked first: an allocation whose copies do not fit raises
+:class:`MemoryDeadlock` at once); without one (a mesh without DRAM) only weights can be
+evicted, and when even that leaves too little room the scheduler stops with
+:class:`MemoryDeadlock` naming the core.
+
+**Partial copies.** A copy carries what its readers read
+(:meth:`~npusched.problem.scheduling.routed.RoutedInstance.copy_data`): on a core other than
+the producer's it may hold only part of the output (a halo), and every transfer, re-fetch and
+record there has that size; the producer's own copy, and a re-fetch into the producer's core,
+hold the whole output. A write-back always writes the whole output, so a partial copy cannot be
+written back from its core. Rule: **a partial copy of an activation not yet in DRAM is evicted
+by writing the whole output back from the producer's core** (its copy there is read over the
+write-back, and the partial copy is dropped once its own last use is over; later readers fetch
+their part from DRAM). The producer's copy is then still resident: it *waits for* each partial
+copy it has sent (the copy counts as one more use of it, from the send until the partial copy
+is dropped or the output reaches DRAM), and it is otherwise dropped only by its own eviction,
+whose write-back puts the output in DRAM. This can keep a producer's copy longer than its
+last send; Stream's exports have no partial copies (every edge carries the whole output), so
+nothing changes there. A streamed producer keeps no copy to write back from: its partial
+copies elsewhere are not evicted before its output is in DRAM (with such copies the list can
+deadlock even with a route to DRAM).
+
+**Streamed μops** (Stream's ``too_large_operands``) read their operands as they come and keep
+none. Data fetched again from DRAM for one takes no space and passes into it only (the
+lifetime stays evicted: the μops there that keep their operands fetch it again themselves);
+towards a core where only streamed μops read the data, that re-fetch replaces the required
+transfer as above, with no space like the transfer. A streamed candidate keeps none of its
+inputs either (evicted, they come again that way). What it still receives into space is the
+first copy of data that μops on its core which keep their operands read too (the required
+transfer serves them all); when those copies do not fit together, each received one is
+evicted as the next needs its room. With a route to DRAM a streamed candidate cannot deadlock
+either.
 
 Deviations from Stream, and why:
 
@@ -151,12 +181,18 @@ def _layers(inst: RoutedInstance) -> np.ndarray:
     return depth
 
 
-def memory_list_schedule(inst: RoutedInstance, priority: str = "latency") -> RoutedSchedule:
+def memory_list_schedule(
+    inst: RoutedInstance, priority: str | np.ndarray = "latency"
+) -> RoutedSchedule:
     """A :class:`RoutedSchedule` that keeps every core within ``inst.capacity`` (see the module
-    docstring); ``priority`` is Stream's ``latency`` or ``memory``."""
+    docstring); ``priority`` is Stream's ``latency`` or ``memory``, or a rank per μop (lower
+    first: a plan's order, :mod:`~npusched.heuristics.scheduling.plans`)."""
     if inst.capacity is None:
         raise ValueError("memory-aware scheduling needs an instance with a memory capacity")
-    if priority not in ("latency", "memory"):
+    if isinstance(priority, np.ndarray):
+        if priority.shape != (inst.n,):
+            raise ValueError(f"a rank priority needs one value per μop, got {priority.shape}")
+    elif priority not in ("latency", "memory"):
         raise ValueError(f"unknown memory-aware priority {priority!r}; choose latency or memory")
     if not inst.fixed_allocation:
         if inst.preferred is None:
@@ -168,7 +204,7 @@ def memory_list_schedule(inst: RoutedInstance, priority: str = "latency") -> Rou
 class _Scheduler:
     """The state of one memory-aware list scheduling run."""
 
-    def __init__(self, inst: RoutedInstance, priority: str) -> None:
+    def __init__(self, inst: RoutedInstance, priority: str | np.ndarray) -> None:
         g, n, m = inst.graph, inst.n, inst.m
         self.inst, self.g = inst, g
         self.core = np.argmax(inst.mask, axis=1).astype(np.int64)
@@ -190,6 +226,7 @@ class _Scheduler:
         # consumers still to schedule, per lifetime: (tensor, core) with tensor = producer μop
         # or -1 - k for DRAM tensor k; a producer's own copy is (p, core[p]).
         tr = required_transfers(inst, self.core)
+        self.check_fit()
         self.pending: dict[tuple[int, int], int] = {}
         for p in range(n):
             if self.output[p] > 0:
@@ -204,12 +241,22 @@ class _Scheduler:
             if key[0] >= 0:
                 self.pending[(key[0], int(self.core[key[0]]))] += 1  # the send itself
         self.last_use = dict.fromkeys(self.pending, 0)
-        streamed = inst.is_streamed
+        self.streamed = streamed = inst.is_streamed
         self.buffered = {(p, c) for p, c in self.pending if p >= 0 and c == self.core[p]}
         self.buffered = {key for key in self.buffered if not streamed[key[0]]}
         self.buffered |= {tr.key(t) for t in range(tr.size) if not streamed[tr.serves[t]].all()}
         self.key_id = {key: k for k, key in enumerate(self.pending)}
         self.keys = list(self.pending)
+        # the size of each lifetime's copy (the producer's: whole; elsewhere: what is read there)
+        ks = np.array(self.keys, dtype=np.int64).reshape(-1, 2)
+        sizes = inst.held_data(self.core, ks[:, 0], ks[:, 1]).tolist()
+        self.size = dict(zip(self.keys, sizes, strict=True))
+        home = self.core
+        part = [(s, c) for (s, c), b in self.size.items()
+                if s >= 0 and c != home[s] and b < self.output[s]]  # fmt: skip
+        self.partial = {key for key in part if key in self.buffered and not streamed[key[0]]}
+        self.stuck = {key for key in part if streamed[key[0]]}  # no producer's copy to write
+        self.waits: dict[int, set[int]] = {}  # producer -> cores of partial copies it waits for
         self.arrived: dict[tuple[int, int], int] = {}
         self.start = np.full(n, -1, dtype=np.int64)
         self.end = np.zeros(n, dtype=np.int64)
@@ -231,6 +278,8 @@ class _Scheduler:
         )
 
     def key(self, i: int, ready: int) -> tuple[int, int, int]:
+        if isinstance(self.priority, np.ndarray):
+            return (int(self.priority[i]), ready, i)
         if self.priority == "memory":
             return (-int(self.layer[i]), ready, i)
         return (ready, -int(self.layer[i]), i)
@@ -268,33 +317,42 @@ class _Scheduler:
         mv = np.array(self.moves, dtype=np.int64).reshape(-1, 6).T
         return RoutedSchedule(self.start, self.core, tstart, tend, Residency(*rec), Moves(*mv))
 
-    def needs(self, i: int) -> list[tuple[int, int, int]]:
-        """Data μop ``i`` has yet to receive on its core: (tensor, release, bits), by release."""
+    def needs(self, i: int) -> list[tuple[int, int, int, bool]]:
+        """Data μop ``i`` has yet to receive on its core: (tensor, release, bits, again), by
+        release; ``again``: fetched from DRAM (a re-fetch), else the required transfer."""
         g, c = self.g, int(self.core[i])
         edges = self.in_edges[g.pred_ptr[i] : g.pred_ptr[i + 1]]
-        out: dict[int, tuple[int, int]] = {}
+        out: dict[int, tuple[int, int, bool]] = {}
         for e in edges.tolist():
             p = int(g.src[e])
             if g.bytes[e] > 0 and (p, c) in self.evicted:
-                out[p] = (max(self.in_dram[p], self.evicted[(p, c)]), int(self.output[p]))
-            elif g.bytes[e] > 0 and (p, c) not in self.arrived and self.home_evicted(p, c):
-                out[p] = (self.in_dram[p], int(self.output[p]))  # sent from DRAM instead
+                out[p] = (max(self.in_dram[p], self.evicted[(p, c)]), self.size[(p, c)], True)
+            elif g.bytes[e] > 0 and (p, c) not in self.arrived and self.from_dram(p, c):
+                out[p] = (self.in_dram[p], self.size[(p, c)], True)  # sent from DRAM instead
             elif g.bytes[e] > 0 and self.core[p] != c and (p, c) not in self.arrived:
                 # sent from the producer's core: once its output is made (or fetched back)
                 home = self.arrived.get((p, int(self.core[p])), 0)
-                out[p] = (max(int(self.end[p]), home), int(self.output[p]))
+                out[p] = (max(int(self.end[p]), home), self.size[(p, c)], False)
         for k in self.dram_of[i]:
-            if (-1 - k, c) not in self.arrived:
-                out[-1 - k] = (self.evicted.get((-1 - k, c), 0), self.inst.dram[k].data)
-        return sorted(((s, r, b) for s, (r, b) in out.items()), key=lambda x: x[1])
+            key = (-1 - k, c)
+            if key not in self.arrived:
+                release = self.evicted.get(key, 0)
+                out[-1 - k] = (release, self.inst.dram[k].data, key in self.evicted)
+        return sorted(((s, *v) for s, v in out.items()), key=lambda x: x[1])
 
     def bits(self, key: tuple[int, int], data: int) -> int:
         """Space lifetime ``key`` takes on its core: none for data of streamed μops."""
         return data if key in self.buffered else 0
 
+    def space(self, i: int, key: tuple[int, int], data: int, again: bool) -> int:
+        """Space ``data`` of lifetime ``key`` takes on μop ``i``'s core when it comes for
+        ``i``: none when fetched again for a streamed μop, which reads it as it passes (the
+        lifetime stays evicted for the μops there that keep their operands)."""
+        return 0 if again and self.streamed[i] else self.bits(key, data)
+
     def new_bits(self, i: int) -> int:
         c = int(self.core[i])
-        into = sum(self.bits((s, c), b) for s, _, b in self.needs(i))
+        into = sum(self.space(i, (s, c), b, again) for s, _, b, again in self.needs(i))
         return into + self.bits((i, c), int(self.output[i]))
 
     def fits(self, i: int) -> bool:
@@ -312,28 +370,39 @@ class _Scheduler:
                 est = max(est, self.arrived[(p, c)])
         for k in self.dram_of[i]:
             est = max(est, self.arrived.get((-1 - k, c), 0))
-        for src, release, bits in self.needs(i):
-            again = (src, c) in self.evicted or (src >= 0 and self.home_evicted(src, c))
+        received: list[tuple[int, int]] = []
+        for src, release, bits, again in self.needs(i):
             a = -1 if src < 0 or again else int(self.core[src])
             cyc = inst.topology.cycles(bits, inst.route(a, c))
-            space = self.bits((src, c), bits)
+            space = self.space(i, (src, c), bits, again)
+            through = again and space == 0 and self.bits((src, c), bits) > 0
+            if mem.open_bits + space > mem.capacity:
+                self.stage(c, space, received)
             at = mem.earliest_fit(max(release, self.floor(c)), space)
-            assert at is not None  # fits() admitted the whole set
+            assert at is not None  # fits() admitted the whole set (or stage() made room)
             route = self.routes[route_id(a, c, inst.m)]
             t = earliest(self.lines, self.none, route, at, cyc)
             for x in route:
                 self.lines[x].add(t, cyc)
-            self.arrived[(src, c)] = t + cyc
-            if again:
+            if through:  # passes into the streamed μop only: the lifetime stays evicted
+                self.moves.append((REFETCH, src, -1, c, t, t + cyc))
+            elif again:
+                self.arrived[(src, c)] = t + cyc
                 self.evicted.pop((src, c), None)
                 self.moves.append((REFETCH, src, -1, c, t, t + cyc))
             else:
-                self.first[(src, c)] = t + cyc
+                self.arrived[(src, c)] = self.first[(src, c)] = t + cyc
             if space:
                 self.hold((src, c), t, space)
+                received.append((src, c))
             if src >= 0 and (src, c) not in self.sent and self.core[src] != c:
                 self.sent.add((src, c))  # the required send, from the core or from DRAM
-                self.use((src, int(self.core[src])), 0 if again else t + cyc)
+                home = (src, int(self.core[src]))
+                if not again and (src, c) in self.partial:  # the producer's copy waits for it
+                    self.last_use[home] = max(self.last_use[home], t + cyc)
+                    self.waits.setdefault(src, set()).add(c)
+                else:
+                    self.use(home, 0 if again else t + cyc)
             est = max(est, t + cyc)
         if self.bits((i, c), int(self.output[i])):
             at = mem.earliest_fit(est, int(self.output[i]))
@@ -341,6 +410,8 @@ class _Scheduler:
             est = at
             self.hold((i, c), est, int(self.output[i]))
         self.start[i], self.end[i] = est, est + int(self.dur[i])
+        if (i, c) in self.open_rec and self.pending[(i, c)] == 0:  # an output nobody reads
+            self.let_go((i, c), int(self.end[i]))
         self.free[c] = self.end[i]
         self.recent[c].append(est)
         for key in self.inputs(i):
@@ -375,50 +446,115 @@ class _Scheduler:
         self.rec.append([key[1], key[0], bits, t, -1])
 
     def let_go(self, key: tuple[int, int], t: int) -> None:
-        """Lifetime ``key`` ends at ``t`` (its record is closed)."""
+        """Lifetime ``key`` ends at ``t`` (its record is closed); a producer's copy that waits
+        for it (a partial copy) is used until ``t``."""
         self.mem[key[1]].close(self.key_id[key], t)
         self.rec[self.open_rec.pop(key)][4] = t
+        waiting = self.waits.get(key[0])
+        if waiting is not None and key[1] in waiting:
+            waiting.discard(key[1])
+            self.use((key[0], int(self.core[key[0]])), t)
+
+    def in_dram_from(self, s: int, t: int) -> None:
+        """Producer ``s``'s output is in DRAM from ``t``: its copy waits for no partial copy
+        any more."""
+        self.in_dram[s] = t
+        for _ in self.waits.pop(s, set()):
+            self.use((s, int(self.core[s])), t)
 
     def evict_for(self, i: int) -> bool:
         """Evict data from μop ``i``'s core (module docstring) until ``i`` fits; whether it
-        does."""
+        does (for a streamed μop: whether :meth:`stage` can then bring its data one copy at a
+        time)."""
         c = int(self.core[i])
         mem, need = self.mem[c], self.new_bits(i)
-        keep = self.inputs(i) | {(i, c)}
-        victims = [
-            key
-            for key in map(self.keys.__getitem__, mem.held)
-            if key not in keep and (key[0] < 0 or self.back is not None or key[0] in self.in_dram)
-        ]
-        victims.sort(key=lambda k: (k[0] >= 0, self.rec[self.open_rec[k]][3]))
+        inputs = self.inputs(i)
+        keep = set() if self.streamed[i] else inputs | {(i, c)}
+        victims = [key for key in map(self.keys.__getitem__, mem.held)
+                   if key not in keep and self.evictable(key)]  # fmt: skip
+        victims.sort(key=lambda k: (k in inputs, k[0] >= 0, self.rec[self.open_rec[k]][3]))
         for key in victims:
             if mem.open_bits + need <= mem.capacity:
                 break
             self.evict(key)
-        return mem.open_bits + need <= mem.capacity
+        if mem.open_bits + need <= mem.capacity:
+            return True
+        if not self.streamed[i] or self.back is None:
+            return False
+        largest = max((self.space(i, (s, c), b, again) for s, _, b, again in self.needs(i)),
+                      default=0)  # fmt: skip
+        return mem.open_bits + largest <= mem.capacity
 
-    def home_evicted(self, p: int, c: int) -> bool:
-        """Producer ``p``'s own copy is evicted, so a first copy for core ``c`` comes from
-        DRAM."""
-        return self.core[p] != c and (p, int(self.core[p])) in self.evicted
+    def stage(self, c: int, space: int, received: list[tuple[int, int]]) -> None:
+        """Room for ``space`` more on core ``c`` while a streamed μop receives its data: the
+        copies it has just received (which it need not keep) are evicted, first come first."""
+        mem = self.mem[c]
+        for key in received:
+            if mem.open_bits + space <= mem.capacity:
+                break
+            if key in self.open_rec and self.evictable(key):
+                self.evict(key)
+
+    def evictable(self, key: tuple[int, int]) -> bool:
+        """A weight, an activation already in DRAM, or any with a route to DRAM but a partial
+        copy of a streamed producer's output (module docstring)."""
+        if key[0] < 0 or key[0] in self.in_dram:
+            return True
+        return self.back is not None and key not in self.stuck
+
+    def from_dram(self, p: int, c: int) -> bool:
+        """A first copy of producer ``p``'s output for core ``c`` comes from DRAM: the
+        producer's own copy is evicted, or the required send was replaced by a re-fetch that
+        only passed into a streamed μop there."""
+        if self.core[p] == c:
+            return False
+        return (p, int(self.core[p])) in self.evicted or (p, c) in self.sent
 
     def evict(self, key: tuple[int, int]) -> None:
-        """Drop ``key`` from its core (writing an activation back to DRAM first, once); its
-        later consumers there fetch it again."""
+        """Drop ``key`` from its core, writing an activation not yet in DRAM back first (once):
+        from this core when its copy is whole (its space is freed when the write-back ends),
+        else (a partial copy) from the producer's core, whose copy waits for it (module
+        docstring). Its later consumers there fetch it again."""
         s, c = key
         since = self.arrived.pop(key, None)
         t0 = max(self.last_use[key], since if since is not None else int(self.end[s]))
         if s >= 0 and s not in self.in_dram:
             assert self.back is not None
-            route = self.back[c]
-            cyc = self.inst.topology.cycles(int(self.output[s]), self.inst.route(c, -1))
-            t = earliest(self.lines, self.none, route, t0, cyc)
-            for x in route:
+            home = (s, int(self.core[s]))
+            a = home[1] if key in self.partial else c
+            ready = int(self.end[s]) if a != c else t0
+            assert a == c or home in self.open_rec  # it waits for this partial copy
+            cyc = self.inst.topology.cycles(int(self.output[s]), self.inst.route(a, -1))
+            t = earliest(self.lines, self.none, self.back[a], ready, cyc)
+            for x in self.back[a]:
                 self.lines[x].add(t, cyc)
-            self.moves.append((EVICT, s, c, -1, t, t + cyc))
-            self.in_dram[s] = t0 = t + cyc
-        self.let_go(key, t0)
+            self.moves.append((EVICT, s, a, -1, t, t + cyc))
+            if a != c:  # the producer's copy is read over the write-back
+                self.last_use[home] = max(self.last_use[home], t + cyc)
+            else:
+                t0 = t + cyc
+            self.in_dram_from(s, t + cyc)
+        if key in self.open_rec:  # (the producer's own copy may close as it waits no more)
+            self.let_go(key, t0)
         self.evicted[key] = t0
+
+    def check_fit(self) -> None:
+        """Every μop that keeps its operands has room for them under this allocation (the
+        copies of its inputs hold what all μops on its core read of them), else no eviction
+        can place it."""
+        inst = self.inst
+        assert inst.capacity is not None
+        need = inst.operand_data(self.core)
+        room = inst.capacity[self.core]
+        bad = np.flatnonzero(need > room)
+        if bad.size:
+            i = int(bad[0])
+            raise MemoryDeadlock(
+                f"core {inst.accelerator.cores[self.core[i]].id}: μop {self.g.ids[i]} needs "
+                f"{int(need[i])} {inst.data_unit} resident under this allocation (the copies "
+                "of its inputs hold what all μops on its core read of them, with its constant "
+                f"operands and output), but the core's memory holds {int(room[i])}"
+            )
 
     def deadlock(self, waiting: list[int]) -> None:
         i = waiting[0]

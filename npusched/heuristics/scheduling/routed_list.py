@@ -6,6 +6,13 @@ Stream paper §III-E, on the routed model of :mod:`npusched.problem.scheduling.r
 earliest window where all links of its route are free (insertion into gaps, so DRAM fetches move
 as early as the off-chip link allows). The μop goes to the core where it finishes first; its
 transfers are then committed. Cores run their μops in the order they receive them.
+
+A copy carries what the consumers on its core read
+(:meth:`~npusched.problem.scheduling.routed.RoutedInstance.copy_data`), which is known only once
+all of them are placed. The first consumer on a core books the copy of the most they could
+read: what the consumers that may run there read (exact when the allocation is fixed; the whole
+output in Stream's exports). The schedule then times the actual, no larger, copy at the end of
+the booked window, which holds it.
 """
 
 from __future__ import annotations
@@ -63,17 +70,22 @@ def earliest(
     d: int,
 ) -> int:
     """Earliest ``t ≥ r`` with ``[t, t + d)`` free on every resource of ``route`` (committed
-    intervals and the tentative ones in ``extra``)."""
+    intervals and the tentative ones in ``extra``): each resource in turn moves ``t`` to its
+    first free window from ``t`` (skipping all its busy intervals in the way at once), until
+    a full pass over the route moves it no more."""
     t = r
     moved = True
     while moved:
         moved = False
         for x in route:
-            hit = lines[x].conflict(t, d)
-            if hit is None:
-                hit = max((e for s, e in extra[x] if s < t + d and t < e), default=None)
-            if hit is not None:
-                t, moved = hit, True
+            u = lines[x].first_free(t, d)
+            if extra[x]:
+                hit = max((e for s, e in extra[x] if s < u + d and u < e), default=None)
+                while hit is not None:
+                    u = lines[x].first_free(hit, d)
+                    hit = max((e for s, e in extra[x] if s < u + d and u < e), default=None)
+            if u != t:
+                t, moved = u, True
     return t
 
 
@@ -90,7 +102,7 @@ def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") ->
             for i in tensor.consumers.tolist():
                 tensors_of[i].append(k)
     in_edges = np.argsort(g.dst, kind="stable")
-    output = inst.output_data
+    most = _largest_copies(inst)
     arrived: dict[tuple[int, int], int] = {}  # (source, core) -> arrival cycle
     start = np.full(n, -1, dtype=np.int64)
     core = np.full(n, -1, dtype=np.int64)
@@ -114,7 +126,7 @@ def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") ->
                 if g.bytes[e] == 0 or core[p] == c:
                     est = max(est, int(end[p]))
                 else:
-                    needs.append((p, int(end[p]), int(output[p])))
+                    needs.append((p, int(end[p]), most[p * m + c]))
             needs += [(-1 - k, 0, inst.dram[k].data) for k in tensors_of[i]]
             seen: set[int] = set()
             for src, release, data in sorted(needs, key=lambda x: x[1]):
@@ -152,6 +164,21 @@ def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") ->
     return _with_transfers(inst, start, core, arrived)
 
 
+def _largest_copies(inst: RoutedInstance) -> dict[int, int]:
+    """``p · m + c`` → the largest copy of producer ``p``'s output core index ``c`` can need:
+    :meth:`~npusched.problem.scheduling.routed.RoutedInstance.copy_data` of what the consumers
+    that may run on ``c`` read."""
+    g, m = inst.graph, inst.m
+    data = np.flatnonzero(g.bytes > 0)
+    e, c = np.nonzero(inst.mask[g.dst[data]])
+    key = g.src[data][e] * m + c
+    keys, inv = np.unique(key, return_inverse=True)
+    read = np.zeros(keys.size, dtype=np.int64)
+    np.add.at(read, inv, inst.read_data[data][e])
+    copy = inst.copy_data(keys // m, read)
+    return dict(zip(keys.tolist(), copy.tolist(), strict=True))
+
+
 def _priority(inst: RoutedInstance, priority: Priority) -> np.ndarray:
     """``blevel``/``alap`` (longest path to the end) or ``asap`` at the fastest allowed latencies,
     or a user function of the base instance."""
@@ -187,7 +214,8 @@ def _with_transfers(
     core: np.ndarray,
     arrived: dict[tuple[int, int], int],
 ) -> RoutedSchedule:
-    """Attach the booked transfer windows in the canonical order of the assignment."""
+    """Attach the booked transfer windows in the canonical order of the assignment (each copy
+    at the end of its window, which is no shorter)."""
     tr = required_transfers(inst, core)
     tend = np.array([arrived[tr.key(t)] for t in range(tr.size)], dtype=np.int64)
     return RoutedSchedule(start, core, tend - tr.cycles, tend)

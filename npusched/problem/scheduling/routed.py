@@ -15,13 +15,30 @@ A :class:`RoutedInstance` is a μop DAG on compute cores (``base``) plus
   by the memory-aware list scheduler and checked by verify at every instant, each μop's
   ``layer`` index (Stream's memory priority, §III-E), and the ``streamed`` μops whose operands
   stay in DRAM (Stream's ``too_large_operands``: the cost model already charges their off-chip
-  traffic in their latency), which take no space on their core.
+  traffic in their latency), which take no space on their core;
+- optionally the ``output`` each μop produces (below; default: its largest out-edge).
+
+**A copy carries what its readers read.** Each μop ``p`` produces ``output[p]`` data units
+(:attr:`RoutedInstance.output_data`): the instance's ``output`` when given, else its largest
+out-edge. A data edge (``bytes > 0``; edges with 0 only order μops) carries what its consumer
+reads of its producer's output (:attr:`RoutedInstance.read_data`): its ``bytes`` when the
+instance gives ``output``; without ``output`` (Stream's exports, where every edge carries the
+producer's whole output, and every instance made before the field) the whole output. Then:
+
+- the producer's own copy, on its core, holds ``output[p]``; so does a re-fetch of it from DRAM
+  into that core (its local readers may read less, but the copy is whole);
+- the copy of ``p``'s output on another core ``c`` holds
+  ``min(output[p], Σ read of the data edges from p to its consumers on c)``
+  (:meth:`RoutedInstance.copy_data`, the one place of the rule; :meth:`RoutedInstance.held_data`
+  for an allocation), however it comes: by the required transfer or re-fetched from DRAM;
+- a write-back to DRAM (eviction) always writes the whole output, from a core that holds all of
+  it (the producer's, or one whose copy is whole), so DRAM then holds all of it and any
+  core's re-fetch of its part is valid.
 
 Given the cores of all μops, the transfers are determined (:func:`required_transfers`):
 
-- producer ``p`` sends its output (its largest edge) once to every other core that hosts a
-  consumer of data from ``p`` (edges with ``bytes > 0``; edges with 0 only order μops), however
-  many consumers sit there;
+- producer ``p`` sends its copy for core ``c`` (above) once to every other core ``c`` that
+  hosts a consumer of data from ``p``, however many consumers sit there;
 - every DRAM tensor goes once to every core that hosts one of its consumers.
 
 A transfer occupies every link of its route at once for at least ``⌈data / min bandwidth⌉``
@@ -175,9 +192,30 @@ class RoutedInstance:
     capacity: IntArray | None = None
     layer: IntArray | None = None
     streamed: BoolArray | None = None
+    output: IntArray | None = None
 
     def __post_init__(self) -> None:
         n, m = self.base.n, self.base.m
+        if self.output is not None:
+            out = np.asarray(self.output)
+            if out.shape != (n,):
+                raise ValueError(f"output needs one integer per μop ({n}), got shape {out.shape}")
+            if out.size and not np.issubdtype(out.dtype, np.integer):
+                raise ValueError(f"output needs one integer per μop, got {out.dtype} values")
+            out = out.astype(np.int64)
+            if out.size and out.min() < 0:
+                i = int(np.argmax(out < 0))
+                raise ValueError(f"μop {self.base.graph.ids[i]}: negative output {int(out[i])}")
+            e = over_output(self.base.graph, out)
+            if e is not None:
+                g = self.base.graph
+                raise ValueError(
+                    f"μop {g.ids[g.src[e]]}: its edge to μop {g.ids[g.dst[e]]} carries "
+                    f"{int(g.bytes[e])}, more than its output {int(out[g.src[e]])} (an edge "
+                    "carries what its consumer reads of the output)"
+                )
+            out.setflags(write=False)
+            object.__setattr__(self, "output", out)
         allowed = (
             np.ones((n, m), dtype=bool)
             if self.allowed is None
@@ -228,31 +266,92 @@ class RoutedInstance:
 
     @cached_property
     def output_data(self) -> IntArray:
-        """The data each μop produces and sends: the largest of its out-edges (in Stream's
-        exports every edge carries the whole output); 0 without data edges."""
+        """The data each μop produces (its own copy, on its core): the instance's ``output``
+        when given, else the largest of its out-edges (in Stream's exports every edge carries
+        the whole output); 0 without data edges."""
+        if self.output is not None:
+            return self.output
         g = self.graph
         output = np.zeros(self.n, dtype=np.int64)
         np.maximum.at(output, g.src, g.bytes)
         output.setflags(write=False)
         return output
 
+    @cached_property
+    def read_data(self) -> IntArray:
+        """What each edge's consumer reads of its producer's output: the edge's ``bytes`` when
+        the instance gives ``output``, else (Stream's rule: every edge carries the whole
+        output) the producer's whole output; 0 on edges that only order μops."""
+        g = self.graph
+        if self.output is not None:
+            read = np.array(g.bytes, dtype=np.int64)
+        else:
+            read = np.where(g.bytes > 0, self.output_data[g.src], 0).astype(np.int64)
+        read.setflags(write=False)
+        return read
+
+    def copy_data(self, producer: Any, read: Any) -> IntArray:
+        """**The rule** (module docstring): the copy of producer ``p``'s output on a core other
+        than its own holds ``min(output[p], read)``, ``read`` = what its readers there read
+        of it (the sum of :attr:`read_data` over the data edges from ``p`` to its consumers on
+        that core). Transfers, re-fetches, memory records, operand sizes, bounds and models
+        all size a copy by this function."""
+        return np.minimum(self.output_data[np.asarray(producer, dtype=np.int64)],
+                          np.asarray(read, dtype=np.int64))  # fmt: skip
+
+    def held_data(self, core: Any, tensor: Any, at: Any) -> IntArray:
+        """The size of the copy of ``tensor[k]`` (a producer's μop index, or ``-1 - j`` for DRAM
+        tensor ``j``) held on core index ``at[k]`` when μop ``i`` runs on core index
+        ``core[i]``: a DRAM tensor whole; a producer's output whole on the producer's core,
+        else :meth:`copy_data` with what its consumers on ``at[k]`` read (0 when none does)."""
+        core = np.asarray(core, dtype=np.int64)
+        tensor = np.atleast_1d(np.asarray(tensor, dtype=np.int64))
+        at = np.broadcast_to(np.asarray(at, dtype=np.int64), tensor.shape)
+        g, m = self.graph, self.m
+        data = g.bytes > 0
+        key = g.src[data] * m + core[g.dst[data]]
+        keys, inv = np.unique(key, return_inverse=True)
+        total = np.zeros(keys.size, dtype=np.int64)
+        np.add.at(total, inv, self.read_data[data])
+        p = np.maximum(tensor, 0)
+        want = p * m + at
+        read = np.zeros(tensor.shape, dtype=np.int64)
+        if keys.size:
+            pos = np.minimum(np.searchsorted(keys, want), keys.size - 1)
+            read = np.where(keys[pos] == want, total[pos], 0).astype(np.int64)
+        copy = np.where(core[p] == at, self.output_data[p], self.copy_data(p, read))
+        return np.where(tensor >= 0, copy, self.tensor_data(tensor)).astype(np.int64)
+
     def tensor_data(self, tensor: Any) -> IntArray:
-        """The size of each tensor: a producer's μop index (its :attr:`output_data`) or
+        """The whole size of each tensor: a producer's μop index (its :attr:`output_data`) or
         ``-1 - k`` for DRAM tensor ``k``."""
         tensor = np.asarray(tensor, dtype=np.int64)
         dram = np.array([t.data for t in self.dram] or [0], dtype=np.int64)
         return np.where(tensor >= 0, self.output_data[np.maximum(tensor, 0)],
                         dram[np.maximum(-1 - tensor, 0)])  # fmt: skip
 
-    def operand_data(self) -> IntArray:
-        """Data each μop needs resident on its core while it runs: the outputs of its data
-        producers, its DRAM tensors and its own output (the largest of its out-edges)."""
+    def operand_data(self, core: Any = None) -> IntArray:
+        """Data each μop needs resident on its core while it runs: of each data producer's
+        output the copy it reads (:meth:`copy_data` with what it reads itself: alone on its
+        core, a μop needs no more), its DRAM tensors and its own output; 0 for streamed μops.
+
+        With an allocation ``core`` (core index per μop) the copies are those the allocation
+        makes (:meth:`held_data`): the whole output of a producer on the same core, else what
+        all consumers on the core read, so a μop may need more than alone."""
         g = self.graph
         output = self.output_data
         data = g.bytes > 0
-        pair = np.unique(g.dst[data] * self.n + g.src[data])
+        pair, inv = np.unique(g.dst[data] * self.n + g.src[data], return_inverse=True)
+        read = np.zeros(pair.size, dtype=np.int64)
+        np.add.at(read, inv, self.read_data[data])
+        q, p = pair // self.n, pair % self.n
+        if core is None:
+            copy = self.copy_data(p, read)
+        else:
+            core = np.asarray(core, dtype=np.int64)
+            copy = self.held_data(core, p, core[q])
         need = np.array(output)
-        np.add.at(need, pair // self.n, output[pair % self.n])
+        np.add.at(need, q, copy)
         for t in self.dram:
             need[t.consumers] += t.data
         return np.where(self.is_streamed, 0, need)
@@ -381,7 +480,8 @@ class RoutedInstance:
         The largest of:
 
         - the critical path with each μop at its fastest allowed latency, where a data edge
-          whose ends can share no core costs its fastest possible transfer, and a μop cannot start
+          whose ends can share no core costs its fastest possible transfer (of no more than what
+          its consumer reads: :meth:`copy_data` of the edge alone), and a μop cannot start
           before its DRAM tensors can arrive on any of its cores;
         - the load of μops that can run on one core only, and ``⌈Σ fastest latencies / m⌉``;
         - when all DRAM routes share a link: the DRAM traffic on it (each tensor once per core
@@ -392,10 +492,10 @@ class RoutedInstance:
         d = self.min_duration
         g, mask = self.graph, self.mask
         bw, dram_bw = self._bandwidths()
-        output = self.output_data
+        copy = self.copy_data(g.src, self.read_data)  # at least what the consumer reads
         pair = mask[g.src][:, :, None] & mask[g.dst][:, None, :]
         best = np.where(pair, bw[None], 0.0).max(axis=(1, 2))
-        weight = np.where(g.bytes > 0, np.ceil(output[g.src] / best - 1e-9), 0).astype(np.int64)
+        weight = np.where(g.bytes > 0, np.ceil(copy / best - 1e-9), 0).astype(np.int64)
         head = np.zeros(self.n, dtype=np.int64)
         for t in self.dram:
             if t.data > 0 and t.consumers.size:
@@ -438,8 +538,9 @@ class Transfers:
     """The transfers an assignment needs, in a canonical order (see :func:`required_transfers`).
 
     ``src[t]`` is the producing μop, or ``-1 - k`` for DRAM tensor ``k``; ``dst_core[t]`` the
-    receiving core index; ``data``, ``route`` (link indices), ``cycles`` (minimum duration) and
-    ``serves[t]`` (μops on the destination core that wait for it).
+    receiving core index; ``data`` (the copy it carries: :meth:`RoutedInstance.copy_data`, or
+    the DRAM tensor), ``route`` (link indices), ``cycles`` (minimum duration) and ``serves[t]``
+    (μops on the destination core that wait for it).
     """
 
     src: IntArray
@@ -461,25 +562,27 @@ def required_transfers(inst: RoutedInstance, core: IntArray) -> Transfers:
     """Transfers needed when μop ``i`` runs on core index ``core[i]``.
 
     Producer outputs first (by producer, then destination core), then DRAM tensors (by tensor,
-    then core). A producer sends its output: the largest of its edges (in Stream's exports every
-    edge carries the whole output).
+    then core). A producer sends its copy for the destination core
+    (:meth:`~RoutedInstance.copy_data` of what the consumers there read; the whole output in
+    Stream's exports, where every edge carries it).
     """
     g = inst.graph
     core = np.asarray(core, dtype=np.int64)
-    output = inst.output_data
     data_edge = g.bytes > 0
-    src, dst = g.src[data_edge], g.dst[data_edge]
+    src, dst, read = g.src[data_edge], g.dst[data_edge], inst.read_data[data_edge]
     remote = core[src] != core[dst]
-    src, dst = src[remote], dst[remote]
+    src, dst, read = src[remote], dst[remote], read[remote]
     key = src * inst.m + core[dst]
     order = np.lexsort((dst, key))
-    src, dst, key = src[order], dst[order], key[order]
+    src, dst, key, read = src[order], dst[order], key[order], read[order]
     rows: list[tuple[int, int, int, tuple[int, ...], IntArray]] = []
     if key.size:
         cut = np.flatnonzero(np.diff(key)) + 1
-        for lo, hi in zip(np.r_[0, cut], np.r_[cut, key.size], strict=True):
+        lo_all = np.r_[0, cut]
+        copy = inst.copy_data(src[lo_all], np.add.reduceat(read, lo_all)).tolist()
+        for lo, hi, size in zip(lo_all, np.r_[cut, key.size], copy, strict=True):
             p, c = int(src[lo]), int(core[dst[lo]])
-            rows.append((p, c, int(output[p]), inst.route(int(core[p]), c), dst[lo:hi]))
+            rows.append((p, c, size, inst.route(int(core[p]), c), dst[lo:hi]))
     for k, tensor in enumerate(inst.dram):
         if tensor.data <= 0 or not tensor.consumers.size:
             continue
@@ -497,6 +600,13 @@ def required_transfers(inst: RoutedInstance, core: IntArray) -> Transfers:
     )
 
 
+def over_output(graph: Any, output: IntArray) -> int | None:
+    """The first data edge that carries more than its producer's ``output`` (an edge carries
+    what its consumer reads of the output), or ``None``."""
+    bad = np.flatnonzero(np.asarray(graph.bytes) > np.asarray(output)[graph.src])
+    return int(bad[0]) if bad.size else None
+
+
 def _int_arrays(obj: Any, names: tuple[str, ...]) -> None:
     for name in names:
         object.__setattr__(obj, name, np.asarray(getattr(obj, name), dtype=np.int64).reshape(-1))
@@ -506,7 +616,8 @@ def _int_arrays(obj: Any, names: tuple[str, ...]) -> None:
 class Residency:
     """Data resident on cores: record ``r`` holds ``bits[r]`` of ``tensor[r]`` (a producer's
     μop index, or ``-1 - k`` for DRAM tensor ``k``) on core index ``core[r]`` over the half-open
-    window ``[alloc[r], free[r])`` (the solution's ``memory`` records)."""
+    window ``[alloc[r], free[r])`` (the solution's ``memory`` records); ``bits[r]`` is the size
+    of the copy held there (:meth:`RoutedInstance.held_data`)."""
 
     core: IntArray
     tensor: IntArray
@@ -546,7 +657,8 @@ class Moves:
     :data:`EVICT` (an activation written back from core ``src_core[t]`` to DRAM,
     ``dst_core[t] = -1``) or :data:`REFETCH` (``tensor[t]`` fetched again from DRAM,
     ``src_core[t] = -1``, into ``dst_core[t]``); ``tensor`` as in :class:`Residency`; each over
-    ``[tstart[t], tend[t])``."""
+    ``[tstart[t], tend[t])``. A write-back carries the whole output (from a core that holds all
+    of it), a re-fetch the copy its destination holds (:meth:`RoutedInstance.held_data`)."""
 
     kind: IntArray
     tensor: IntArray

@@ -6,19 +6,33 @@ output, or a DRAM tensor) over ``[α, ω)``. Data *arrives* in a record by the p
 on ``c`` (``[start, end)`` of the producer), by the required transfer of ``s`` into ``c``, or by
 a re-fetch from DRAM; it is *ready* from the earliest such arrival's end. The checks:
 
-0. every record holds its tensor's size and ends no earlier than it begins; the records of one
-   tensor on one core do not overlap;
+0. every record holds the size of the copy it is (a copy carries what its readers read,
+   :meth:`~npusched.problem.scheduling.routed.RoutedInstance.held_data` under the schedule's
+   allocation: a DRAM tensor and a producer's output on its own core whole, elsewhere what the
+   μops on that core read of it) and ends no earlier than it begins; the records of one tensor
+   on one core do not overlap;
 1. every arrival that takes space lies inside a record of its tensor on its core (the
    destination's space is allocated from the transfer's start; a producer's output from its
-   start);
+   start). A streamed μop reads its operands as they come, without space: a required transfer
+   that serves only streamed μops, and a re-fetch into a core where a streamed μop reads the
+   tensor, may come without a record (it then makes no record ready: it counts for streamed
+   μops only, check 6);
 2. every μop that keeps its operands on its core (not ``streamed``) has each of its inputs
    (data producers and DRAM tensors) in a record that is ready by its start and lasts until its
    end;
 3. every send (a required transfer of a buffered output, an eviction write-back) reads a record
    of its tensor on its source core that is ready by the send's start and lasts until its end;
+   a write-back writes the whole output, so its source core must hold all of it (the
+   producer's core, or one whose copy is whole): a partial copy cannot be written back;
 4. an activation is re-fetched only after a write-back of it to DRAM has ended; DRAM tensors
    are always in DRAM;
-5. every move lasts at least ``⌈data / min bandwidth⌉`` on its route.
+5. every move lasts at least ``⌈data / min bandwidth⌉`` on its route (a write-back's data: the
+   whole output; a re-fetch's: the copy its destination holds, as in 0);
+6. every input of a streamed μop has come by its start: a buffered output of a μop on the
+   same core is held over its run (ready by its start, as in 2) or re-fetched by its start;
+   data from another core or from DRAM comes by its required transfer (whose timing
+   :func:`~npusched.verify.scheduling.routed.verify_routed` checks) or, where a re-fetch
+   replaces that, by a re-fetch that ends by its start.
 
 Capacity over the records is :func:`~npusched.verify.scheduling.routed.over_capacity`'s.
 """
@@ -53,11 +67,14 @@ def move_routes(inst: RoutedInstance, sched: RoutedSchedule) -> list[tuple[int, 
 
 
 def move_bits(inst: RoutedInstance, sched: RoutedSchedule) -> np.ndarray:
-    """The data each eviction move carries: the producer's output, or the DRAM tensor."""
+    """The data each eviction move carries: a write-back the producer's whole output, a re-fetch
+    the copy its destination core holds under the schedule's allocation (the DRAM tensor, the
+    whole output into the producer's core, else what the μops there read of it)."""
     mv = sched.moves
     if mv is None:
         return np.zeros(0, dtype=np.int64)
-    return inst.tensor_data(mv.tensor)
+    held = inst.held_data(sched.core, mv.tensor, np.maximum(mv.dst_core, 0))
+    return np.where(mv.kind == REFETCH, held, inst.tensor_data(mv.tensor)).astype(np.int64)
 
 
 def tensor_name(inst: RoutedInstance, s: int) -> str:
@@ -86,14 +103,20 @@ class _Records:
             self.by[key].append(r)
         self.ready = np.full(mem.core.size, NEVER, dtype=np.int64)
 
-    def malformed(self, inst: RoutedInstance) -> list[str]:
-        """Records whose size is not their tensor's, or that end before they begin."""
+    def malformed(self, inst: RoutedInstance, core: np.ndarray) -> list[str]:
+        """Records whose size is not that of the copy they hold under the allocation ``core``,
+        or that end before they begin."""
         m, bad, cores = self.mem, [], inst.accelerator.cores
-        size = inst.tensor_data(m.tensor)
+        whole = inst.tensor_data(m.tensor)
+        size = inst.held_data(core, m.tensor, m.core)
         for r in np.flatnonzero((m.bits != size) | (m.free < m.alloc))[:20].tolist():
             what = f"record of {tensor_name(inst, int(m.tensor[r]))} on core {cores[m.core[r]].id}"
-            if m.bits[r] != size[r]:
+            if m.bits[r] != size[r] and size[r] == whole[r]:
                 bad.append(f"{what} holds {int(m.bits[r])}, but the tensor is {int(size[r])}")
+            elif m.bits[r] != size[r]:
+                bad.append(f"{what} holds {int(m.bits[r])}, but its copy there is "
+                           f"{int(size[r])} (what the μops on that core read of the "
+                           f"{int(whole[r])} of the tensor)")  # fmt: skip
             else:
                 bad.append(f"{what} is freed at {int(m.free[r])}, before {int(m.alloc[r])}")
         return bad
@@ -137,11 +160,11 @@ class _Records:
 def memory_violations(
     inst: RoutedInstance, sched: RoutedSchedule, tr: Transfers, name: Any
 ) -> list[str]:
-    """Checks 1–5 of the module docstring; ``name(t)`` names required transfer ``t``."""
+    """Checks 1–6 of the module docstring; ``name(t)`` names required transfer ``t``."""
     cores, ids = inst.accelerator.cores, inst.graph.ids
     mv = sched.moves
     recs = _Records(sched)
-    bad = recs.malformed(inst) + recs.overlaps(inst)
+    bad = recs.malformed(inst, sched.core) + recs.overlaps(inst)
     streamed = inst.is_streamed
     start, end, core = sched.start, sched.end(inst), sched.core
     buffered = (inst.output_data > 0) & ~streamed
@@ -155,13 +178,19 @@ def memory_violations(
             if not recs.arrive(c, s, int(sched.tstart[t]), int(sched.tend[t])):
                 bad.append(f"{name(t)}: no space allocated on its core from its start")
     moves = range(mv.size) if mv is not None else range(0)
+    inputs = _input_sets(inst)
+    passing = {(s, int(core[q])) for q, srcs in inputs.items() if streamed[q] for s in srcs}
     for k in moves:
         assert mv is not None
-        if mv.kind[k] == REFETCH and not recs.arrive(
-            int(mv.dst_core[k]), int(mv.tensor[k]), int(mv.tstart[k]), int(mv.tend[k])
+        s, c = int(mv.tensor[k]), int(mv.dst_core[k])
+        if (
+            mv.kind[k] == REFETCH
+            and not recs.arrive(c, s, int(mv.tstart[k]), int(mv.tend[k]))
+            and (s, c) not in passing
         ):
             bad.append(f"{move_name(inst, sched, k)}: no space allocated from its start")
-    bad += _inputs(inst, sched, recs)
+    bad += _inputs(inst, sched, recs, inputs)
+    bad += _streamed_inputs(inst, sched, tr, recs, inputs)
     for t in range(tr.size):  # 3: sends
         s = int(tr.src[t])
         ts, te = int(sched.tstart[t]), int(sched.tend[t])
@@ -170,6 +199,9 @@ def memory_violations(
                        "while it is sent")  # fmt: skip
     written: defaultdict[int, int] = defaultdict(lambda: int(NEVER))
     bits = move_bits(inst, sched)
+    at_source = (  # the copy each move's source core holds (a write-back's must be whole)
+        inst.held_data(core, mv.tensor, np.maximum(mv.src_core, 0)) if mv is not None else bits
+    )
     for k in moves:
         assert mv is not None
         s, a, ts, te = int(mv.tensor[k]), int(mv.src_core[k]), int(mv.tstart[k]), int(mv.tend[k])
@@ -181,6 +213,11 @@ def memory_violations(
         if mv.kind[k] == EVICT:
             if not recs.serves(a, s, ts, te):
                 bad.append(f"{label}: its data is not resident while it is written back")
+            held = int(at_source[k])
+            if held != int(bits[k]):
+                bad.append(f"{label}: core {cores[a].id} holds {held} of the output's "
+                           f"{int(bits[k])} (what its μops read), and a write-back writes the "
+                           "whole output")  # fmt: skip
             written[s] = min(written[s], te)
         cyc = inst.topology.cycles(int(bits[k]), inst.route(a, int(mv.dst_core[k])))
         if te - ts < cyc:
@@ -194,11 +231,9 @@ def memory_violations(
     return bad[:100]
 
 
-def _inputs(inst: RoutedInstance, sched: RoutedSchedule, recs: _Records) -> list[str]:
-    """Check 2: the inputs of every buffered μop are resident and ready while it runs."""
-    g, ids, cores = inst.graph, inst.graph.ids, inst.accelerator.cores
-    start, end, core = sched.start, sched.end(inst), sched.core
-    streamed = inst.is_streamed
+def _input_sets(inst: RoutedInstance) -> dict[int, set[int]]:
+    """The tensors each μop reads: its data producers and its DRAM tensors (``-1 - k``)."""
+    g = inst.graph
     inputs: dict[int, set[int]] = defaultdict(set)
     data = g.bytes > 0
     for p, q in zip(g.src[data].tolist(), g.dst[data].tolist(), strict=True):
@@ -207,6 +242,16 @@ def _inputs(inst: RoutedInstance, sched: RoutedSchedule, recs: _Records) -> list
         if tensor.data > 0:
             for q in tensor.consumers.tolist():
                 inputs[q].add(-1 - k)
+    return inputs
+
+
+def _inputs(
+    inst: RoutedInstance, sched: RoutedSchedule, recs: _Records, inputs: dict[int, set[int]]
+) -> list[str]:
+    """Check 2: the inputs of every buffered μop are resident and ready while it runs."""
+    ids, cores = inst.graph.ids, inst.accelerator.cores
+    start, end, core = sched.start, sched.end(inst), sched.core
+    streamed = inst.is_streamed
     bad = []
     for q, srcs in inputs.items():
         if streamed[q]:
@@ -219,4 +264,36 @@ def _inputs(inst: RoutedInstance, sched: RoutedSchedule, recs: _Records) -> list
                 what = tensor_name(inst, s)
                 bad.append(f"μop {ids[q]} on core {cores[c].id}: its input {what} is not "
                            f"resident and ready over [{a}, {b})")  # fmt: skip
+    return bad
+
+
+def _streamed_inputs(
+    inst: RoutedInstance,
+    sched: RoutedSchedule,
+    tr: Transfers,
+    recs: _Records,
+    inputs: dict[int, set[int]],
+) -> list[str]:
+    """Check 6: the inputs of every streamed μop have come by its start."""
+    ids, cores = inst.graph.ids, inst.accelerator.cores
+    start, end, core = sched.start, sched.end(inst), sched.core
+    streamed, mv = inst.is_streamed, sched.moves
+    came: dict[tuple[int, int], int] = {}  # (tensor, core) -> end of its first re-fetch there
+    if mv is not None:
+        for k in np.flatnonzero(mv.kind == REFETCH).tolist():
+            key = (int(mv.tensor[k]), int(mv.dst_core[k]))
+            came[key] = min(came.get(key, int(NEVER)), int(mv.tend[k]))
+    replaced = {tr.key(t) for t in range(tr.size) if sched.tstart[t] < 0 and sched.tend[t] < 0}
+    bad = []
+    for q in np.flatnonzero(streamed).tolist():
+        c, a, b = int(core[q]), int(start[q]), int(end[q])
+        for s in sorted(inputs.get(q, ())):
+            fetched = came.get((s, c), int(NEVER)) <= a
+            what = f"streamed μop {ids[q]} on core {cores[c].id}: its input {tensor_name(inst, s)}"
+            if s >= 0 and core[s] == c:
+                if not (streamed[s] or fetched or recs.serves(c, s, a, b)):
+                    bad.append(f"{what} is neither resident over [{a}, {b}) nor re-fetched by "
+                               f"{a}")  # fmt: skip
+            elif (s, c) in replaced and (s, c) in came and not fetched:
+                bad.append(f"{what} is re-fetched in place of its transfer, but not by {a}")
     return bad

@@ -29,7 +29,9 @@ def verify_routed(
     precedence,
     no overlap on a core, recomputed makespan): every μop runs on an allowed core; the transfers
     are exactly those the assignment needs (:func:`required_transfers`), each lasting at least
-    ``⌈data / min bandwidth⌉``, starting at or after its producer's end (DRAM tensors at or after
+    ``⌈data / min bandwidth⌉`` for the copy it carries (what the μops on its destination core
+    read of the output: :meth:`~npusched.problem.scheduling.routed.RoutedInstance.copy_data`),
+    starting at or after its producer's end (DRAM tensors at or after
     0) and ending at or before the start of every μop it serves; each link or bus carries one
     transfer at a time (half-open windows), eviction moves included. A schedule with its own
     ``memory`` records (one that evicts) is checked against them
@@ -88,9 +90,10 @@ def residency(inst: RoutedInstance, sched: RoutedSchedule) -> Residency:
     """What each core holds under ``sched``: the schedule's own ``memory`` records when it has
     them (a schedule that evicts), else what Stream's lifetime rules (§III-F) give.
 
-    A producer's output lives on its core from its start until its last local consumer ends and
-    its last outgoing transfer is done; a received output or DRAM tensor lives on the receiving
-    core from the start of its transfer until the last μop it serves ends. Data of ``streamed``
+    A producer's output lives on its core (whole) from its start until its last local consumer
+    ends and its last outgoing transfer is done; a received output (the copy its transfer
+    carries) or DRAM tensor lives on the receiving core from the start of its transfer until the
+    last μop it serves ends. Data of ``streamed``
     μops (operands too large for the core, read from and written to DRAM) takes no space: their
     outputs, and copies that serve only them.
     """
