@@ -16,7 +16,16 @@ import json
 import sys
 from pathlib import Path
 
-from npusched.arch import Arch, CoreSpec, DramSpec, NocSpec, Source, arch_to_dict, write_arch
+from npusched.arch import (
+    Arch,
+    CoreSpec,
+    DramSpec,
+    NocSpec,
+    Register,
+    Source,
+    arch_to_dict,
+    write_arch,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "npusched" / "arch" / "data"
 KiB = 1024
@@ -31,6 +40,15 @@ STREAM += "Scheduling of Layer-Fused Deep Neural Networks (Stream), arXiv:2212.1
 # --- Klotski ---------------------------------------------------------------------------------
 # "5.86 MB": 5.86 * 1024 KiB = 6000.6 KiB, kept as the whole 6000 KiB (which prints as 5.86 MiB).
 KLOTSKI_SRAM = 6000 * KiB
+KLOTSKI_HEADER_BITS = 64  # assumption (see the file's assumptions)
+KLOTSKI_DRAM_BYTES_PER_CYCLE = 256  # assumption (see the file's assumptions)
+# The two parameters fitted to Klotski's baseline-1 cycles of VGG16 and ResNet-50 (Tables I-III)
+# by `python -m npusched.bench.calibrate fit` (docs/results_calibration.md): the SRAM's bandwidth
+# to the PE array and the register bytes per operand the KC-partition dataflow reuses (of the
+# 5 KB per PE), one 32-bit word per cycle in and out of each register file
+KLOTSKI_SRAM_BYTES_PER_CYCLE = 20
+KLOTSKI_REGISTER_BYTES = 48
+KLOTSKI_REGISTERS = {op: Register(KLOTSKI_REGISTER_BYTES, 4) for op in ("W", "I", "O")}
 
 
 def klotski(n: int) -> Arch:
@@ -43,6 +61,9 @@ def klotski(n: int) -> Arch:
             buffers={"sram": KLOTSKI_SRAM},
             kind="pe_array",
             coord=divmod(k, n),
+            registers=KLOTSKI_REGISTERS,
+            sram_read_bytes_per_cycle=KLOTSKI_SRAM_BYTES_PER_CYCLE,
+            sram_write_bytes_per_cycle=KLOTSKI_SRAM_BYTES_PER_CYCLE,
         )
         for k in range(n * n)
     )
@@ -92,11 +113,32 @@ def klotski(n: int) -> Arch:
             routing="XY-YX",
             flit_bits=192,
             packet_bytes=8,
+            packet_header_bits=KLOTSKI_HEADER_BITS,
         ),
-        dram=None,
+        dram=DramSpec(
+            kind="off-chip DRAM (not described by the paper)",
+            bandwidth_bytes_per_cycle=KLOTSKI_DRAM_BYTES_PER_CYCLE,
+            controllers=(0, n - 1, n * (n - 1), n * n - 1),
+        ),
         assumptions=(
             "noc/hop_latency_cycles = 1: Klotski gives no router latency (its NoC cost is the "
             "hop count, eq. 9); one cycle per hop as npusched.bench.generate uses",
+            f"noc/packet_header_bits = {KLOTSKI_HEADER_BITS}: not given; any header up to 128 "
+            "bits keeps one 8-byte packet in one 192-bit flit, so links carry 512 * 64 / 192 = "
+            "170.7 payload bytes per cycle",
+            f"dram/bandwidth_bytes_per_cycle = {KLOTSKI_DRAM_BYTES_PER_CYCLE}: Klotski gives no "
+            "off-chip memory; the order of the Wormhole processor it cites for dataflow "
+            "accelerators ([19]: GDDR6, 288 GB/s at about 1 GHz)",
+            "dram/controllers: Klotski gives none; Sec. II-A says memory controllers surround "
+            "the 2D array of accelerators: one at each corner router of the mesh",
+            f"cores/registers = {KLOTSKI_REGISTER_BYTES} bytes per operand: fitted (python -m "
+            "npusched.bench.calibrate fit, on VGG16 and ResNet-50 baseline-1 cycles only; VGG19, "
+            "ResNet-152 and Inception v3 are the check): Sec. IV-A gives 5 KB of registers per "
+            "PE, but its MAESTRO model runs one fixed KC-partition dataflow, which reuses what "
+            "this parameter says; one 32-bit word per cycle in and out of each",
+            f"cores/sram_read_bytes_per_cycle = cores/sram_write_bytes_per_cycle = "
+            f"{KLOTSKI_SRAM_BYTES_PER_CYCLE}: fitted as cores/registers (the paper does not give "
+            "the SRAM's bandwidth to the array)",
             "cores/pe_unroll: 12x14 read as C=12 (m, input channels) x K=14 (n, output "
             "channels) from Sec. III-B 'ic and oc should be multiple of m and n'",
             "cores/memory_bytes: 5.86 MB read as 6000 KiB = 6,144,000 B (MB = 2^20 B)",
@@ -117,10 +159,26 @@ FLEXER_TABLE1 = {  # Table 1: name -> (# of cores, on-chip memory size, bandwidt
 }
 
 
+FLEXER_COPY_BYTES_PER_CYCLE = 64  # assumption (see the file's assumptions)
+# Stream's TPU-like core (Stream git 303f9dc1, inputs/examples/hardware/cores/tpu_like.yaml):
+# rf_128B holds weights per PE (8 bit/cycle), rf_2B the partial sum of one output lane, shared by
+# the PEs that reduce over C (16 bit/cycle); inputs come from the SRAM (2048 bit/cycle r and w)
+TPU_REGISTERS = {"W": Register(128, 1), "O": Register(2, 2, ("C",))}
+TPU_SRAM_BYTES_PER_CYCLE = 256
+
+
 def flexer(name: str) -> Arch:
     ncores, mem_kb, bw = FLEXER_TABLE1[name]
     cores = tuple(
-        CoreSpec(id=k, name=f"npu{k}", pe_unroll={"K": 32, "C": 32}, memory_bytes=None)
+        CoreSpec(
+            id=k,
+            name=f"npu{k}",
+            pe_unroll={"K": 32, "C": 32},
+            memory_bytes=None,
+            registers=TPU_REGISTERS,
+            sram_read_bytes_per_cycle=TPU_SRAM_BYTES_PER_CYCLE,
+            sram_write_bytes_per_cycle=TPU_SRAM_BYTES_PER_CYCLE,
+        )
         for k in range(ncores)
     )
     return Arch(
@@ -156,6 +214,7 @@ def flexer(name: str) -> Arch:
         cores=cores,
         noc=NocSpec(
             topology="shared_memory",
+            bandwidth_bytes_per_cycle=FLEXER_COPY_BYTES_PER_CYCLE,
             description="cores exchange data through the shared global buffer (Sec. 2.1, Fig. 2)",
         ),
         shared_buffer_bytes=mem_kb * KiB,
@@ -169,6 +228,12 @@ def flexer(name: str) -> Arch:
             "(as a TPU-like array)",
             "precision_bits = 8: not stated; 8-bit integer as usual for a mobile NPU",
             "cores/memory_bytes: no per-core memory given; all tiles live in the global buffer",
+            "cores/registers, cores/sram_read_bytes_per_cycle, cores/sram_write_bytes_per_cycle: "
+            "not given; those of Stream's TPU-like 32x32 core (a W register of 128 B per PE, a "
+            "2-byte partial-sum register per output lane, 256 B/cycle between buffer and array)",
+            f"noc/bandwidth_bytes_per_cycle = {FLEXER_COPY_BYTES_PER_CYCLE}: not given (cores "
+            "share the buffer); the routed machine model gives each core an even share of the "
+            "buffer and copies data between shares at this rate, one copy at a time",
         ),
     )
 
@@ -185,6 +250,8 @@ def tso(bits: int) -> Arch:
             buffers={"MB0": 8 * KiB, "MB1": 8 * KiB, "MB2": 8 * KiB},
             kind="tlt",
             cluster=e,
+            sram_read_bytes_per_cycle=32,
+            sram_write_bytes_per_cycle=16,
         )
         for e in range(4)
         for t in range(8)
@@ -239,6 +306,7 @@ def tso(bits: int) -> Arch:
         cores=cores,
         noc=NocSpec(
             topology="ring",
+            bandwidth_bytes_per_cycle=16,
             description=(
                 "a Global Ringbus between the 4 TLEs and one Ringbus per TLE between its 8 TLTs "
                 "(cluster = TLE); multicast loads reach all TLTs of one TLE; no bandwidth given"
@@ -256,6 +324,11 @@ def tso(bits: int) -> Arch:
             "(Algorithm 4 takes CAS as a parameter); 14 cycles at the 1 GHz NMP clock",
             "dram/bandwidth_bytes_per_s: '17GB/s' read as 17e9 B/s (DDR3-2133 x 8 B = "
             "17.06e9): 17 bytes per NMP cycle",
+            "noc/bandwidth_bytes_per_cycle = 16: no ring bandwidth given; one 128-bit word per "
+            "cycle, the width of the TLTs' datapath (Sec. III)",
+            "cores/sram_read_bytes_per_cycle = 32, cores/sram_write_bytes_per_cycle = 16: the "
+            "MAC unit reads one 128-bit word each of IN (MB0) and W (MB1) and writes one of OUT "
+            "(MB2) per cycle (Sec. III: a 128-bit wide unit); no registers besides",
         ),
     )
 
@@ -273,6 +346,9 @@ def stream_hetero() -> Arch:
             memory_bytes=tpu_sram,
             buffers={"sram_2MB": tpu_sram},
             kind="tpu_like",
+            registers=TPU_REGISTERS,
+            sram_read_bytes_per_cycle=TPU_SRAM_BYTES_PER_CYCLE,
+            sram_write_bytes_per_cycle=TPU_SRAM_BYTES_PER_CYCLE,
         )
         for k in range(4)
     ]
@@ -284,6 +360,8 @@ def stream_hetero() -> Arch:
             memory_bytes=pool_sram,
             buffers={"sram_128KB": pool_sram},
             kind="pooling",
+            sram_read_bytes_per_cycle=72,
+            sram_write_bytes_per_cycle=64,
         )
     )
     cores.append(
@@ -294,6 +372,8 @@ def stream_hetero() -> Arch:
             memory_bytes=pool_sram,
             buffers={"sram_128KB_2rw": pool_sram},
             kind="simd",
+            sram_read_bytes_per_cycle=64,
+            sram_write_bytes_per_cycle=64,
         )
     )
     export = "../shared/benchmarks/stream/*_tpu_quad_core_fused.json"
@@ -340,6 +420,22 @@ def stream_hetero() -> Arch:
                 "precision_bits": (
                     "Stream tpu_like core: 8-bit operands (int8), 32-bit accumulators"
                 ),
+                "cores/registers": (
+                    "Stream git 303f9dc1, inputs/examples/hardware/cores/tpu_like.yaml: rf_128B "
+                    "(W, per PE, 8 bit/cycle) and rf_2B (O, served over D2 = C, 16 bit/cycle); "
+                    "inputs straight from the SRAM. Pooling and SIMD cores: none modelled"
+                ),
+                "cores/sram_read_bytes_per_cycle": (
+                    "export cores[].top_memories r_bw_bits_per_cycle: 2048 (tpu_like), 576 "
+                    "(pooling), 512 (simd)"
+                ),
+                "cores/sram_write_bytes_per_cycle": (
+                    "export cores[].top_memories w_bw_bits_per_cycle: 2048, 512, 512"
+                ),
+                "noc/hop_latency_cycles": (
+                    "Stream's communication model: a transfer holds its links for its size over "
+                    "the bandwidth, with no per-hop latency (the exports' communication_events)"
+                ),
             },
         ),
         frequency_hz=None,
@@ -349,6 +445,12 @@ def stream_hetero() -> Arch:
             topology="links",
             bandwidth_bytes_per_cycle=4,
             hop_latency_cycles=0,
+            links=tuple(
+                pair
+                for a, b in [(0, 1), (1, 2), (2, 3), (3, 0)] + [(k, x) for k in range(4)
+                                                                for x in (4, 5)]
+                for pair in ((a, b), (b, a))
+            ),
             description=(
                 "point-to-point links of 32 bit/cycle: the four tpu_like cores form a 2x2 mesh "
                 f"(core k at {dict(enumerate(coords))}), and the pooling and simd cores are "

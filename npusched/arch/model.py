@@ -28,6 +28,8 @@ FORMAT = "npusched/arch/v1"
 SCHEMA = "arch.schema.json"
 #: Loop dimensions of a convolution (an FC layer uses ``K`` and ``C`` with the others 1).
 CONV_DIMS = ("K", "C", "OY", "OX", "FY", "FX")
+#: Deterministic mesh routings (:func:`npusched.problem.scheduling.machine.mesh_routes`).
+ROUTINGS = ("XY", "YX", "XY-YX")
 
 
 class ArchError(ValueError):
@@ -67,6 +69,26 @@ class Source:
 
 
 @dataclass(frozen=True)
+class Register:
+    """The register file of one operand in a PE array.
+
+    Parameters
+    ----------
+    bytes
+        Capacity of one register file.
+    bandwidth_bytes_per_cycle
+        Rate at which it is filled and read (``None``: not limiting).
+    shared_over
+        Unrolled loops (``pe_unroll`` dimensions) whose PEs share one register file (Stream's
+        TPU-like output register serves the PEs that reduce over ``C``); empty: one per PE.
+    """
+
+    bytes: int
+    bandwidth_bytes_per_cycle: float | None = None
+    shared_over: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class CoreSpec:
     """One compute core.
 
@@ -91,6 +113,13 @@ class CoreSpec:
         ``(row, col)`` on the mesh, required when the architecture has a mesh.
     cluster
         Group of cores that share a local interconnect (TSO: the TLE of a TLT), or ``None``.
+    registers
+        The register file of each operand (``W``, ``I``, ``O``) in the PE array: the innermost
+        memory level of the intra-core cost models (:mod:`npusched.costmodel`); an operand
+        without one is read from the SRAM at every use.
+    sram_read_bytes_per_cycle, sram_write_bytes_per_cycle
+        Bandwidth between the core's SRAM (``memory_bytes``) and its PE array, or ``None``
+        when unlimited.
     """
 
     id: int
@@ -101,6 +130,9 @@ class CoreSpec:
     kind: str = "pe_array"
     coord: tuple[int, int] | None = None
     cluster: int | None = None
+    registers: dict[str, Register] = field(default_factory=dict, hash=False)
+    sram_read_bytes_per_cycle: float | None = None
+    sram_write_bytes_per_cycle: float | None = None
 
     @property
     def num_pes(self) -> int:
@@ -121,7 +153,17 @@ class NocSpec:
         Per-link bandwidth.
     hop_latency_cycles
         Cycles per router hop.
-    routing, flit_bits, packet_bytes, description
+    routing
+        ``"XY"``, ``"YX"`` or ``"XY-YX"`` on a mesh (see
+        :func:`npusched.problem.scheduling.machine.mesh_routes`).
+    flit_bits, packet_bytes
+        Flit size and payload bytes per packet, as stated by the paper.
+    packet_header_bits
+        Header bits each packet adds to its payload; with the two above it sets the payload
+        rate of a link (:meth:`payload_bytes_per_cycle`).
+    links
+        Directed point-to-point links ``(sender, receiver)`` by core id (topology ``"links"``).
+    description
         As stated by the paper.
     """
 
@@ -131,7 +173,24 @@ class NocSpec:
     routing: str | None = None
     flit_bits: int | None = None
     packet_bytes: int | None = None
+    packet_header_bits: int | None = None
+    links: tuple[tuple[int, int], ...] = ()
     description: str = ""
+
+    def payload_bytes_per_cycle(self) -> float | None:
+        r"""Payload a link carries per cycle: each packet of ``P = packet_bytes`` payload bytes
+        and ``h = packet_header_bits`` header bits travels as whole flits of ``f = flit_bits``,
+
+        .. math:: bw_{payload} = bw \cdot \frac{8P}{f \lceil (8P + h) / f \rceil}
+
+        (Klotski §IV-A: 512 B/cycle links, 8-byte packets, 192-bit flits: one packet per flit,
+        ``512 · 64 / 192 ≈ 170.7`` B/cycle). Without packets it is the raw bandwidth."""
+        bw = self.bandwidth_bytes_per_cycle
+        if bw is None or self.packet_bytes is None or self.flit_bits is None:
+            return bw
+        bits = 8 * self.packet_bytes
+        flits = -(-(bits + (self.packet_header_bits or 0)) // self.flit_bits)
+        return bw * bits / (flits * self.flit_bits)
 
 
 @dataclass(frozen=True)
@@ -150,6 +209,7 @@ class DramSpec:
     cas_latency_ns: float | None = None
     cas_latency_cycles: int | None = None
     clock_hz: float | None = None
+    controllers: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -208,6 +268,18 @@ class Arch:
             for key, u in c.pe_unroll.items():
                 if u < 1:
                     raise ArchError(f"cores/{k}/pe_unroll/{key}", f"factor must be >= 1, got {u}")
+            for key, reg in c.registers.items():
+                where = f"cores/{k}/registers/{key}"
+                if key not in ("W", "I", "O"):
+                    raise ArchError(where, "registers are per operand: W, I or O")
+                if reg.bytes < 1 or (reg.bandwidth_bytes_per_cycle or 1) <= 0:
+                    raise ArchError(where, "a register file holds >= 1 byte at a positive rate")
+                shared = {d for key2 in c.pe_unroll for d in unroll_dims(key2)}
+                if not set(reg.shared_over) <= shared:
+                    raise ArchError(f"{where}/shared_over", f"name unrolled loops of {shared}")
+            for key in ("sram_read_bytes_per_cycle", "sram_write_bytes_per_cycle"):
+                if getattr(c, key) is not None and getattr(c, key) <= 0:
+                    raise ArchError(f"cores/{k}/{key}", "a bandwidth must be positive")
             if c.memory_bytes is not None and sum(c.buffers.values()) > c.memory_bytes:
                 raise ArchError(f"cores/{k}/buffers", "buffers exceed memory_bytes")
             if self.mesh is not None:
@@ -222,7 +294,17 @@ class Arch:
             coords = [c.coord for c in self.cores]
             if len(set(coords)) != len(coords):
                 raise ArchError("cores", "two cores share a mesh coordinate")
+        for k, (a, b) in enumerate(self.noc.links):
+            if a not in seen or b not in seen or a == b:
+                raise ArchError(f"noc/links/{k}", f"a link joins two distinct cores, got {a}->{b}")
+        if self.noc.routing is not None and self.mesh is not None and (
+            self.noc.routing not in ROUTINGS
+        ):
+            raise ArchError("noc/routing", f"choose one of {', '.join(ROUTINGS)}")
         d = self.dram
+        for k, cid in enumerate(d.controllers if d is not None else ()):
+            if cid not in seen:
+                raise ArchError(f"dram/controllers/{k}", f"no core with id {cid} to attach to")
         if d is not None:
             if d.bandwidth_bytes_per_s is None and d.bandwidth_bytes_per_cycle is None:
                 raise ArchError("dram", "needs bandwidth_bytes_per_s or bandwidth_bytes_per_cycle")
@@ -323,6 +405,20 @@ def arch_to_dict(arch: Arch) -> dict[str, Any]:
             core["coord"] = list(c.coord)
         if c.cluster is not None:
             core["cluster"] = c.cluster
+        if c.registers:
+            core["registers"] = {
+                op: _drop_none(
+                    {
+                        "bytes": r.bytes,
+                        "bandwidth_bytes_per_cycle": _num(r.bandwidth_bytes_per_cycle),
+                        "shared_over": list(r.shared_over) or None,
+                    }
+                )
+                for op, r in c.registers.items()
+            }
+        for key in ("sram_read_bytes_per_cycle", "sram_write_bytes_per_cycle"):
+            if getattr(c, key) is not None:
+                core[key] = _num(getattr(c, key))
         cores.append(core)
     noc = _drop_none(
         {
@@ -332,6 +428,8 @@ def arch_to_dict(arch: Arch) -> dict[str, Any]:
             "routing": arch.noc.routing,
             "flit_bits": arch.noc.flit_bits,
             "packet_bytes": arch.noc.packet_bytes,
+            "packet_header_bits": arch.noc.packet_header_bits,
+            "links": [list(ln) for ln in arch.noc.links] or None,
             "description": arch.noc.description,
         }
     )
@@ -360,6 +458,7 @@ def arch_to_dict(arch: Arch) -> dict[str, Any]:
                 "cas_latency_ns": _num(d.cas_latency_ns),
                 "cas_latency_cycles": d.cas_latency_cycles,
                 "clock_hz": _num(d.clock_hz),
+                "controllers": list(d.controllers) or None,
             }
         )
     if arch.assumptions:
@@ -382,11 +481,19 @@ def arch_from_dict(data: Any, path: str | Path = "<memory>") -> Arch:
             kind=c.get("kind", "pe_array"),
             coord=(c["coord"][0], c["coord"][1]) if "coord" in c else None,
             cluster=c.get("cluster"),
+            registers={
+                op: Register(r["bytes"], r.get("bandwidth_bytes_per_cycle"),
+                             tuple(r.get("shared_over", ())))  # fmt: skip
+                for op, r in c.get("registers", {}).items()
+            },
+            sram_read_bytes_per_cycle=c.get("sram_read_bytes_per_cycle"),
+            sram_write_bytes_per_cycle=c.get("sram_write_bytes_per_cycle"),
         )
         for c in data["cores"]
     )
     n = data["noc"]
     d = data.get("dram")
+    dram = None if d is None else DramSpec(**{**d, "controllers": tuple(d.get("controllers", ()))})
     try:
         return Arch(
             name=data["name"],
@@ -401,11 +508,13 @@ def arch_from_dict(data: Any, path: str | Path = "<memory>") -> Arch:
                 routing=n.get("routing"),
                 flit_bits=n.get("flit_bits"),
                 packet_bytes=n.get("packet_bytes"),
+                packet_header_bits=n.get("packet_header_bits"),
+                links=tuple((int(a), int(b)) for a, b in n.get("links", ())),
                 description=n.get("description", ""),
             ),
             mesh=(data["mesh"]["rows"], data["mesh"]["cols"]) if "mesh" in data else None,
             shared_buffer_bytes=data.get("shared_buffer_bytes"),
-            dram=None if d is None else DramSpec(**d),
+            dram=dram,
             description=data.get("description", ""),
             assumptions=tuple(data.get("assumptions", ())),
         )
