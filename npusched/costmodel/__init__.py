@@ -11,9 +11,17 @@ from npusched.costmodel.dram import (
     t_dram,
     tile_burst_count,
 )
+from npusched.costmodel.models import COST_MODELS, ComputeSteps, CostModel, cost_model
 from npusched.costmodel.noc import ceil_div, noc_cycles
+from npusched.costmodel.shape import KINDS, TileShape
 
 __all__ = [
+    "COST_MODELS",
+    "KINDS",
+    "ComputeSteps",
+    "CostModel",
+    "TileShape",
+    "cost_model",
     "burst_count",
     "calc_data_transfer",
     "ceil_div",

@@ -8,8 +8,10 @@ A convolution tile is the loop nest over ``K`` (output channels), ``C`` (input c
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
+from typing import Any
 
 from npusched.arch.model import CONV_DIMS, unroll_dims
 
@@ -94,3 +96,22 @@ def utilization(loops: Mapping[str, int], unroll: Mapping[str, int]) -> float:
     its factor (Klotski's remainder-free partition, Sec. III-B).
     """
     return macs(loops) / (compute_cycles(loops, unroll) * math.prod(unroll.values()))
+
+
+def split_unrolling(u: int, extents: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Factors ``f_d <= L_d`` with ``prod f_d <= u`` minimising ``prod ceil(L_d / f_d)``; ties:
+    the larger product, then larger factors on the first loops."""
+    options = []
+    for _, n in extents:  # the least factor reaching each step count
+        cands = sorted({-(-n // steps) for steps in range(1, n + 1)} | {1})
+        options.append([f for f in cands if f <= u])
+    best: tuple[Any, ...] | None = None
+    for combo in itertools.product(*options):
+        if math.prod(combo) > u:
+            continue
+        steps = math.prod(-(-n // f) for (_, n), f in zip(extents, combo, strict=True))
+        rank = (steps, -math.prod(combo), tuple(-f for f in combo))
+        if best is None or rank < best[0]:
+            best = (rank, combo)
+    assert best is not None
+    return [(d, f) for (d, _), f in zip(extents, best[1], strict=True)]

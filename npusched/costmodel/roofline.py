@@ -1,0 +1,219 @@
+r"""Analytic intra-core latency: a roofline per memory level, as MAESTRO and ZigZag model it.
+
+A tile (:class:`~npusched.costmodel.shape.TileShape`) runs on a PE array that unrolls some loops
+in space (the core's ``pe_unroll``); the others run in time, one step per cycle, which takes
+:math:`T_c` = :func:`~npusched.costmodel.compute.compute_cycles` cycles. Its data starts in the
+core's SRAM, and each PE holds a register file per operand (the core's ``registers``). For a
+temporal loop order, an operand :math:`X` stays in its registers over the innermost loops
+:math:`B_X` whose footprint fits them (a loop the operand does not depend on fits for free;
+the first one that does not fit enters :math:`B_X` in part, tiled to the room left). Every loop
+outside :math:`B_X` that :math:`X` does not depend on fetches it again (for inputs also a kernel
+loop outside :math:`B_X` whose output loop is inside, the sliding window), so the traffic
+between SRAM and the registers is
+
+.. math::
+
+    V_X = |X| \prod_{d \notin B_X,\ d \notin \mathrm{rel}(X)} t_d ,
+
+with :math:`|X|` the operand's elements and :math:`t_d` the loop's temporal count. Partial
+outputs are written back :math:`V_O` times (in partial-sum bytes, the last write in element
+bytes) and read back :math:`V_O - |O|` times. The tile's latency is the slowest of the compute
+(after filling the registers for the first steps, :math:`T_{fill}`) and the SRAM's two ports
+(and each register file's fill port):
+
+.. math::
+
+    T = \max\Big(T_c + T_{fill},\ \frac{e (V_W + V_I) + p (V_O - |O|)}{bw_{rd}},\
+        \frac{p (V_O - |O|) + e |O|}{bw_{wr}}\Big) .
+
+The order is the best of all orders of the four loop groups ``K``, ``C``, the output plane
+``OY·OX`` and the kernel window ``FY·FX`` (the search LOMA does over all loops, coarsened).
+Pooling, add and concat take one step per output (and window position) on the lanes that
+unroll their loops, read their inputs once and write their outputs once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from npusched.arch.model import Arch, CoreSpec, unroll_dims
+from npusched.costmodel.compute import split_unrolling
+from npusched.costmodel.shape import TileShape, psum_bytes
+
+GROUPS = {"K": ("K",), "C": ("C",), "P": ("OY", "OX"), "F": ("FY", "FX")}
+"""Loop groups the order search permutes."""
+
+REL = {
+    "W": {"K", "C", "F"},
+    "O": {"K", "P"},
+    "I": {"C", "P", "F"},
+}
+"""The groups each operand depends on (inputs of depthwise convs and pooling: ``K`` for
+``C``)."""
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """One tile's latency and where it comes from (cycles)."""
+
+    latency: int
+    compute: int
+    sram_read: int
+    sram_write: int
+    fill: int
+    order: str
+
+    @property
+    def bound(self) -> str:
+        """What limits the tile: ``compute``, ``sram_read`` or ``sram_write``."""
+        parts = {"compute": self.compute, "sram_read": self.sram_read,
+                 "sram_write": self.sram_write}  # fmt: skip
+        return max(parts, key=lambda k: parts[k])
+
+
+class Roofline:
+    """The analytic cost model of the module docstring for the cores of ``arch``."""
+
+    name = "analytic"
+
+    def __init__(self, arch: Arch) -> None:
+        self.elem = max(1, math.ceil(arch.element_bytes))
+        self.psum = psum_bytes(self.elem)
+        self.cache: dict[tuple[object, ...], Breakdown] = {}
+
+    def latency(self, shape: TileShape, core: CoreSpec) -> int:
+        return self.explain(shape, core).latency
+
+    def explain(self, shape: TileShape, core: CoreSpec) -> Breakdown:
+        """The latency of ``shape`` on ``core`` and its parts (cached per shape and core)."""
+        key = (shape.key(), tuple(sorted(core.pe_unroll.items())),
+               tuple(sorted(core.registers.items())), core.sram_read_bytes_per_cycle,
+               core.sram_write_bytes_per_cycle)  # fmt: skip
+        if key not in self.cache:
+            self.cache[key] = self._explain(shape, core)
+        return self.cache[key]
+
+    def _explain(self, shape: TileShape, core: CoreSpec) -> Breakdown:
+        rd = core.sram_read_bytes_per_cycle or math.inf
+        wr = core.sram_write_bytes_per_cycle or math.inf
+        size = shape.elements()
+        t = self._temporal(shape, core)
+        steps = math.prod(t.values())
+        if not shape.has_weights:  # one step per output (and window position) on its lanes
+            read = math.ceil(size["I"] * self.elem / rd) if rd < math.inf else 0
+            write = math.ceil(size["O"] * self.elem / wr) if wr < math.inf else 0
+            return Breakdown(max(steps, read, write), steps, read, write, 0, "-")
+        best: Breakdown | None = None
+        for order in itertools.permutations(GROUPS):  # outermost first
+            cand = self._order(shape, core, t, order, size, steps, rd, wr)
+            if best is None or cand.latency < best.latency:
+                best = cand
+        assert best is not None
+        return best
+
+    def _temporal(self, shape: TileShape, core: CoreSpec) -> dict[str, int]:
+        """Temporal count of each loop group: each unrolled loop divided by its factor, ceil
+        (a flattened key such as TSO's ``OY*OX*FY*FX`` split into one factor per loop as the
+        array can unroll it, :func:`~npusched.costmodel.compute.split_unrolling`). Pooling,
+        add and concat have no ``C`` loop for the array to spread."""
+        loops = shape.loops()
+        if not shape.has_weights:
+            loops["C"] = 1
+        t = dict(loops)
+        for key, u in core.pe_unroll.items():
+            dims = unroll_dims(key)
+            if len(dims) == 1:
+                t[dims[0]] = -(-loops.get(dims[0], 1) // u)
+                continue
+            for d, f in split_unrolling(u, [(d, loops.get(d, 1)) for d in dims]):
+                t[d] = -(-loops.get(d, 1) // f)
+        return {g: math.prod(t[d] for d in dims) for g, dims in GROUPS.items()}
+
+    def _order(self, shape: TileShape, core: CoreSpec, t: dict[str, int], order: tuple[str, ...],
+               size: dict[str, int], steps: int, rd: float, wr: float) -> Breakdown:  # fmt: skip
+        """The best breakdown of one loop order (outermost first) over the ways each register
+        file is used: whole (its data reloaded between uses, which stalls the array) or in
+        two halves (the next block loads while the array uses the other)."""
+        options = []
+        for x in ("W", "I", "O"):
+            rel = REL[x] if shape.kind == "conv" or x != "I" else (REL[x] - {"C"}) | {"K"}
+            nbytes = self.psum if x == "O" else self.elem
+            reg = core.registers.get(x)
+            room = 0 if reg is None else reg.bytes // nbytes
+            total = math.prod(t[g] for g in rel)
+            ways = [(room, False)] if total <= room or room < 2 else [(room, True),
+                                                                       (room // 2, False)]
+            options.append([(x, rel, nbytes, reg, *self._reuse(order, t, rel, r, x == "I"), stall)
+                            for r, stall in ways])  # fmt: skip
+        best: Breakdown | None = None
+        for combo in itertools.product(*options):
+            cand = self._cost(shape, core, combo, size, steps, rd, wr, ">".join(order))
+            if best is None or cand.latency < best.latency:
+                best = cand
+        assert best is not None
+        return best
+
+    def _cost(self, shape: TileShape, core: CoreSpec, combo: tuple[tuple[Any, ...], ...],
+              size: dict[str, int], steps: int, rd: float, wr: float,
+              order: str) -> Breakdown:  # fmt: skip
+        """The breakdown of one use of the registers: ``(operand, rel, bytes, register,
+        refetch, first fill, stalls)`` per operand."""
+        v: dict[str, int] = {}
+        port = fill = stall = 0.0
+        for x, rel, nbytes, reg, refetch, first, stalls in combo:
+            v[x] = size[x] * refetch
+            if reg is not None and reg.bandwidth_bytes_per_cycle:  # a register file's own port
+                files = self._files(core, reg.shared_over, rel)
+                port = max(port, v[x] * nbytes / files / reg.bandwidth_bytes_per_cycle)
+                fill = max(fill, first * nbytes / reg.bandwidth_bytes_per_cycle)
+            if stalls and rd < math.inf:  # reloads of a whole register wait for the SRAM
+                stall += (v[x] - first * self._files(core, (), rel)) * nbytes / rd
+        psum_traffic = v["O"] - size["O"]
+        read_bytes = self.elem * (v["W"] + v["I"]) + self.psum * psum_traffic
+        write_bytes = self.psum * psum_traffic + self.elem * size["O"]
+        read = math.ceil(read_bytes / rd) if rd < math.inf else 0
+        write = math.ceil(write_bytes / wr) if wr < math.inf else 0
+        busy = steps + math.ceil(fill) + math.ceil(max(0.0, stall))
+        latency = max(busy, read, write, math.ceil(port))
+        return Breakdown(latency, steps, read, write, busy - steps, order)
+
+    @staticmethod
+    def _files(core: CoreSpec, shared: tuple[str, ...], rel: set[str]) -> int:
+        """How many PEs hold distinct data of an operand depending on ``rel``: the product of
+        the unrollings of the loops it depends on (the others broadcast), less those of the loops
+        one register file is ``shared`` over."""
+        out = 1
+        for key, u in core.pe_unroll.items():
+            dims = set(unroll_dims(key))
+            groups = {g for g, members in GROUPS.items() if dims & set(members)}
+            if groups & rel and not dims & set(shared):
+                out *= u
+        return out
+
+    @staticmethod
+    def _reuse(
+        order: tuple[str, ...], t: dict[str, int], rel: set[str], room: int, window: bool
+    ) -> tuple[int, int]:
+        """The refetch factor of an operand depending on ``rel`` whose registers hold ``room``
+        elements, and its per-PE footprint (the first fill)."""
+        held, factor, inside = 1, 1, room > 0
+        kept: set[str] = set()
+        for g in reversed(order):  # innermost first
+            n = t[g]
+            if inside and g not in rel:
+                kept.add(g)
+                continue
+            if inside and held * n <= room:
+                held *= n
+                kept.add(g)
+                continue
+            if inside:  # the first loop that does not fit: an inner tile of it stays
+                held *= max(1, room // held)
+                inside = False
+                continue
+            if g not in rel or (window and g == "F" and "P" in kept):
+                factor *= n
+        return factor, held

@@ -1,0 +1,427 @@
+"""ZigZag cost model: Stream's own tile latencies reproduced from the arch (the Stream exports'
+cost_per_core), the generated description, the disk cache (hits without ZigZag, corrupt entries
+recomputed), the time-limit fallback, and the arch fields named when ZigZag rejects a core."""
+
+import json
+import logging
+import sys
+from dataclasses import replace
+
+import pytest
+from conftest import SHARED, needs_shared
+
+zigzag = pytest.importorskip(
+    "zigzag", reason="zigzag-dse is not installed (pip install 'npusched[zigzag]')"
+)
+
+from npusched.arch import Register, load_arch  # noqa: E402
+from npusched.costmodel import TileShape, cost_model  # noqa: E402
+from npusched.costmodel import zigzag as zz  # noqa: E402
+from npusched.costmodel import zigzag_input as zi  # noqa: E402
+from npusched.costmodel.compute import split_unrolling  # noqa: E402
+from npusched.costmodel.roofline import Roofline  # noqa: E402
+
+STREAM = load_arch("stream-hetero")
+TPU, SIMD = STREAM.cores[0], STREAM.cores[5]
+SMALL = TileShape("conv", 8, 8, 2, 4, 3, 3)  # ~0.05 s at lpf 2
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """The ZigZag evaluations made in this process."""
+    calls = []
+    real = zz._evaluate
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(zz, "_evaluate", counting)
+    return calls
+
+
+# --- Stream's numbers ------------------------------------------------------------------------
+
+# (export, CN name, tile, core): Stream's CNs whose data fit the core's SRAM (no DRAM level);
+# add tiles: Stream's element-wise dims (B, H, D, K) are our (B, OY, OX, K)
+REPRODUCED = [
+    ("resnet18", "/layer1/layer1.0/conv1/Conv", TileShape("conv", 16, 64, 1, 56, 3, 3), 0),
+    ("resnet18", "/layer2/layer2.0/conv1/Conv", TileShape("conv", 32, 64, 1, 28, 3, 3, 2, 2), 0),
+    ("resnet18", "/layer2/layer2.0/conv2/Conv", TileShape("conv", 32, 128, 1, 28, 3, 3), 0),
+    (
+        "resnet18",
+        "/layer2/layer2.0/downsample/downsample.0/Conv",
+        TileShape("conv", 32, 64, 1, 28, 1, 1, 2, 2),
+        0,
+    ),
+    ("resnet18", "/layer1/layer1.0/Add", TileShape("add", 56, 1, 64, 1, inputs=2), 5),
+    ("tiny_res16", "conv1", TileShape("conv", 8, 16, 1, 16, 3, 3), 0),
+    ("tiny_res16", "conv3_shortcut", TileShape("conv", 8, 32, 1, 16), 0),
+    ("tiny_res16", "add", TileShape("add", 16, 1, 32, 1, inputs=2), 5),
+]
+
+
+@pytest.fixture(scope="module")
+def exports():
+    out = {}
+    for name in ("resnet18", "tiny_res16"):
+        with open(SHARED / "stream" / f"{name}_tpu_quad_core_fused.json") as f:
+            out[name] = json.load(f)["cns"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def stream_cost(tmp_path_factory):
+    return zz.ZigZagCost(STREAM, cache_dir=tmp_path_factory.mktemp("zz"))  # Stream's lpf 6
+
+
+@needs_shared
+@pytest.mark.parametrize(("export", "cn", "shape", "core"), REPRODUCED)
+def test_reproduces_stream_export(exports, stream_cost, export, cn, shape, core):
+    """The generated description gives the latency Stream's ZigZag gave this CN (its operand
+    sizes identify the tile)."""
+    bits = {"O": shape.K * shape.OY * shape.OX * 8}
+    if shape.kind == "conv":
+        bits["W"] = shape.K * shape.C * shape.FY * shape.FX * 8
+    costs = [
+        next(iter(c["cost_per_core"].values()))
+        for c in exports[export]
+        if c["name"] == cn and all(c["operands"][op]["size_bits"] == b for op, b in bits.items())
+    ]
+    assert costs and not costs[0]["too_large_operands"]
+    got = stream_cost.explain(shape, STREAM.cores[core])
+    assert got.source == "zigzag"
+    assert got.latency == costs[0]["latency"]
+    assert got.ideal_temporal_cycle == costs[0]["ideal_temporal_cycle"]
+    assert got.latency_total2 == got.ideal_temporal_cycle + got.stall_slack_comb + (
+        got.data_onloading_cycle + got.data_offloading_cycle
+    )
+
+
+def test_stream_layer1_tile_breakdown(stream_cost):
+    """ResNet-18's layer-1 tile on Stream's TPU-like core: 1008 + 0 + 18 + 1 = 1027 cycles
+    (Stream's export), half the array's K rows busy."""
+    got = stream_cost.explain(TileShape("conv", 16, 64, 1, 56, 3, 3), TPU)
+    assert (got.latency, got.ideal_temporal_cycle, got.stall_slack_comb) == (1027, 1008, 0)
+    assert (got.data_onloading_cycle, got.data_offloading_cycle) == (18, 1)
+    assert got.spatial_utilization == pytest.approx(0.5)
+
+
+# --- the generated description ---------------------------------------------------------------
+
+
+def test_description_of_stream_tpu_core():
+    """Stream's tpu_like.yaml: W register of 1024 bits per PE at 8 bits/cycle, a 16-bit O
+    register served over D2 (C) with two port pairs, a 16 Mbit SRAM of 2048 bits/cycle."""
+    acc = zi.accelerator_dict(STREAM, TPU)
+    arr = acc["operational_array"]
+    assert (arr["dimensions"], arr["sizes"]) == (["D1", "D2"], [32, 32])
+    mem = acc["memories"]
+    assert list(mem) == ["reg_W", "reg_O", "sram"]
+    assert (mem["reg_W"]["size"], mem["reg_W"]["served_dimensions"]) == (1024, [])
+    assert {p["bandwidth_max"] for p in mem["reg_W"]["ports"]} == {8}
+    assert (mem["reg_O"]["size"], mem["reg_O"]["served_dimensions"]) == (16, ["D2"])
+    assert [p["allocation"] for p in mem["reg_O"]["ports"]] == [
+        ["O, tl"],
+        ["O, fh"],
+        ["O, th"],
+        ["O, fl"],
+    ]
+    assert (mem["sram"]["size"], mem["sram"]["served_dimensions"]) == (16777216, ["D1", "D2"])
+    assert {p["bandwidth_max"] for p in mem["sram"]["ports"]} == {2048}
+    layer, mapping = zi.layer_dict(TileShape("conv", 16, 64, 1, 56, 3, 3), TPU, STREAM)
+    assert layer["operand_precision"] == {"W": 8, "I": 8, "O": 16, "O_final": 8}
+    assert mapping["spatial_mapping"] == {"D1": ["K, 32"], "D2": ["C, 32"]}
+
+
+def test_flexer_core_gets_its_share_of_the_shared_buffer():
+    arch = load_arch("flexer-arch5")
+    assert arch.cores[0].memory_bytes is None
+    size = zi.accelerator_dict(arch, arch.cores[0])["memories"]["sram"]["size"]
+    assert size == arch.shared_buffer_bytes // len(arch.cores) * 8
+
+
+def test_grouped_unrolling_key_becomes_a_mixed_unrolling():
+    """TSO's ``OY*OX*FY*FX`` on 16 MACs: the per-tile factors with the fewest steps."""
+    core = load_arch("tso-nmp-8").cores[0]
+    split = split_unrolling
+    # 2 steps either way (the flattened count): the larger factor on the first loop
+    assert split(16, [("OY", 4), ("OX", 8), ("FY", 1), ("FX", 1)]) == [
+        ("OY", 4),
+        ("OX", 4),
+        ("FY", 1),
+        ("FX", 1),
+    ]
+    # 2 * 2 * 9 = 36 steps (flattened: ceil(441 / 16) = 28; OY 7 x FY 2 and the like take more)
+    assert split(16, [("OY", 7), ("OX", 7), ("FY", 3), ("FX", 3)]) == [
+        ("OY", 4),
+        ("OX", 4),
+        ("FY", 1),
+        ("FX", 1),
+    ]
+    assert split(16, [("OY", 1), ("OX", 8), ("FY", 1), ("FX", 2)]) == [
+        ("OY", 1),
+        ("OX", 8),
+        ("FY", 1),
+        ("FX", 2),
+    ]
+    dims = {"K": 4, "C": 2, "OY": 1, "OX": 5, "FY": 3, "FX": 3}
+    assert zi.spatial_mapping(core, dims) == {"D1": ["OX, 5", "FY, 3"]}  # 3 steps
+
+
+def test_depthwise_channels_use_the_k_rows():
+    _, mapping = zi.layer_dict(TileShape("dwconv", 32, 1, 4, 4, 3, 3, in_channels=32), TPU, STREAM)
+    assert mapping["spatial_mapping"] == {"D1": ["G, 32"], "D2": []}
+
+
+def test_input_extent_is_the_tiles():
+    """No padding: ZigZag loads the IY x IX inputs of the tile (a stride that skips rows or
+    columns: only those read)."""
+    from zigzag.datatypes import LayerOperand
+    from zigzag.parser.workload_factory import LayerNodeFactory
+
+    for shape, inputs in [
+        (TileShape("conv", 4, 3, 5, 6, 3, 3, 2, 2), 3 * 11 * 13),
+        (TileShape("conv", 4, 3, 5, 6, 3, 3, 1, 1, 2, 2), 3 * 9 * 10),
+        (TileShape("conv", 4, 3, 5, 6, 1, 1, 2, 2), 3 * 5 * 6),  # 1x1 stride 2: every 2nd
+    ]:
+        layer, mapping = zi.layer_dict(shape, TPU, STREAM)
+        node = LayerNodeFactory(layer, [mapping]).create()
+        assert node.operand_size_elem[LayerOperand("I")] == inputs
+        if shape.FX > 1:
+            assert shape.elements()["I"] == inputs
+
+
+# --- every kind ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        TileShape("dwconv", 8, 1, 3, 3, 3, 3, in_channels=8),
+        TileShape("conv", 8, 4, 2, 2, 3, 3, in_channels=16),  # 4 groups
+        TileShape("fc", 40, 64),
+        TileShape("pool", 8, 1, 3, 3, 2, 2, 2, 2),
+        TileShape("add", 8, 1, 3, 3, inputs=2),
+        TileShape("add", 8, 1, 3, 3),
+        TileShape("concat", 8, 1, 3, 3),
+    ],
+    ids=lambda s: s.kind,
+)
+def test_every_kind_runs_through_zigzag(tmp_path, shape):
+    cost = zz.ZigZagCost(STREAM, cache_dir=tmp_path, lpf_limit=2)
+    got = cost.explain(shape, TPU)
+    assert got.source == "zigzag" and not cost.fallbacks
+    assert got.latency >= got.ideal_temporal_cycle > 0
+
+
+def test_add_of_three_inputs_falls_back(tmp_path):
+    cost = zz.ZigZagCost(STREAM, cache_dir=tmp_path)
+    shape = TileShape("add", 8, 1, 3, 3, inputs=3)
+    got = cost.explain(shape, SIMD)
+    assert got.fallback and got.source.startswith("analytic fallback: add of 3 inputs")
+    assert got.latency == Roofline(STREAM).latency(shape, SIMD)
+    assert [s for s, _ in cost.fallbacks] == [shape]
+    assert not list(tmp_path.iterdir())
+
+
+# --- cache -----------------------------------------------------------------------------------
+
+
+def test_second_instance_reads_the_cache(tmp_path, counted):
+    first = zz.ZigZagCost(STREAM, cache_dir=tmp_path, lpf_limit=2)
+    lat = first.latency(SMALL, TPU)
+    assert len(counted) == 1
+    assert first.latency(SMALL, STREAM.cores[1]) == lat  # an equal core: the memory's answer
+    assert len(counted) == 1
+    (entry,) = tmp_path.iterdir()
+    assert entry.suffix == ".json" and json.loads(entry.read_text())["key"] == entry.stem
+    second = zz.ZigZagCost(STREAM, cache_dir=tmp_path, lpf_limit=2)
+    got = second.explain(SMALL, TPU)
+    assert (got.latency, got.source, len(counted)) == (lat, "cache", 1)
+    other = zz.ZigZagCost(STREAM, cache_dir=tmp_path, lpf_limit=3)  # another search: new key
+    assert other.explain(SMALL, TPU).source == "zigzag" and len(counted) == 2
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        lambda e: "{not json",
+        lambda e: "",
+        lambda e: json.dumps(e)[:40],
+        lambda e: json.dumps({**e, "key": "0" * 64}),
+        lambda e: json.dumps({**e, "result": {**e["result"], "latency_total2": -5}}),
+        lambda e: json.dumps({**e, "result": {**e["result"], "latency_total2": 0}}),
+        lambda e: json.dumps(
+            {**e, "result": {k: v for k, v in e["result"].items() if k != "stall_slack_comb"}}
+        ),
+        lambda e: json.dumps({**e, "result": {**e["result"], "ideal_temporal_cycle": "1"}}),
+        lambda e: json.dumps([e]),
+    ],
+    ids=[
+        "bad-json",
+        "empty",
+        "truncated",
+        "other-key",
+        "negative",
+        "zero",
+        "missing-field",
+        "string",
+        "not-an-object",
+    ],
+)
+def test_corrupt_entry_is_recomputed_and_rewritten(tmp_path, counted, corrupt):
+    lat = zz.ZigZagCost(STREAM, cache_dir=tmp_path, lpf_limit=2).latency(SMALL, TPU)
+    (path,) = tmp_path.iterdir()
+    good = json.loads(path.read_text())
+    path.write_text(corrupt(good))
+    again = zz.ZigZagCost(STREAM, cache_dir=tmp_path, lpf_limit=2)
+    got = again.explain(SMALL, TPU)
+    assert (got.latency, got.source, len(counted)) == (lat, "zigzag", 2)
+    assert json.loads(path.read_text())["result"] == good["result"]
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+# --- time limit ------------------------------------------------------------------------------
+
+
+def test_time_limit_falls_back_to_the_roofline(tmp_path, monkeypatch):
+    """A ZigZag call stopped at its limit: the analytic latency, a recorded fallback, and
+    nothing in the cache (no entry, no temporary file); nothing in the working directory."""
+    cache, work = tmp_path / "cache", tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    cost = zz.ZigZagCost(STREAM, cache_dir=cache, time_limit=0.05)  # lpf 6: ~1.5 s
+    shape = TileShape("conv", 16, 64, 1, 56, 3, 3)
+    got = cost.explain(shape, TPU)
+    assert got.fallback and "time limit of 0.05 s" in got.source
+    assert got.latency == Roofline(STREAM).latency(shape, TPU)
+    assert cost.fallbacks == [(shape, got.source.removeprefix("analytic fallback: "))]
+    assert cost.latency(shape, TPU) == got.latency and len(cost.fallbacks) == 1
+    assert not cache.exists() or not list(cache.iterdir())
+    assert not list(tmp_path.rglob("*.tmp")) and not list(work.iterdir())
+
+
+def test_time_limit_runs_zigzag_in_a_child(tmp_path):
+    cost = zz.ZigZagCost(STREAM, cache_dir=tmp_path, time_limit=60, lpf_limit=2)
+    got = cost.explain(SMALL, TPU)
+    assert got.source == "zigzag" and not cost.fallbacks
+    assert len(list(tmp_path.glob("*.json"))) == 1 and not list(tmp_path.glob("*.tmp"))
+
+
+# --- rejected descriptions -------------------------------------------------------------------
+
+
+def _with_registers(**regs):
+    return replace(TPU, registers={**TPU.registers, **regs})
+
+
+@pytest.mark.parametrize(
+    ("core", "pattern"),
+    [
+        (
+            _with_registers(W=Register(0, 1)),
+            r"cores/0/registers/W: ZigZag rejects a 0-byte W "
+            r"register: it cannot hold one 8-bit weight",
+        ),
+        (_with_registers(O=Register(1, 2, ("C",))), r"cores/0/registers/O: .* one 16-bit partial"),
+        (
+            _with_registers(W=Register(128, 0.1)),  # 0.8 bits: not rounded up to 1
+            r"cores/0/registers/W/bandwidth_bytes_per_cycle: ZigZag rejects a bandwidth of 0.8 "
+            r"bits/cycle",
+        ),
+        (
+            replace(TPU, sram_read_bytes_per_cycle=0.05),
+            r"cores/0/sram_read_bytes_per_cycle: ZigZag rejects a bandwidth of 0.4",
+        ),
+    ],
+    ids=["W-register-0", "O-register-too-small", "register-bandwidth", "sram-bandwidth"],
+)
+def test_rejected_core_names_the_field(tmp_path, counted, core, pattern):
+    cost = zz.ZigZagCost(STREAM, cache_dir=tmp_path, lpf_limit=2)
+    with pytest.raises(ValueError, match=pattern) as err:
+        cost.latency(SMALL, core)
+    assert "\n" not in str(err.value) and not counted
+
+
+def test_register_check_is_zigzags(tmp_path):
+    """Without the check, ZigZag itself finds no loop ordering for a 1-byte O register."""
+    core = _with_registers(O=Register(1, 2, ("C",)))
+    layer, mapping = zi.layer_dict(SMALL, core, STREAM)
+    status, (kind, _) = zz._attempt(zi.accelerator_dict(STREAM, core), layer, mapping, "loma", 2)
+    assert (status, kind) == ("error", "no_loop_ordering")
+
+
+@pytest.mark.parametrize("time_limit", [None, 30])
+def test_tile_larger_than_the_sram(tmp_path, time_limit):
+    """An fc tile of 4 MB of weights on a 2 MB core (in this process, or in a child)."""
+    cost = zz.ZigZagCost(STREAM, cache_dir=tmp_path, time_limit=time_limit)
+    with pytest.raises(ValueError) as err:
+        cost.latency(TileShape("fc", 4096, 1024), TPU)
+    assert str(err.value).startswith(
+        "cores/0/memory_bytes: the fc K4096 C1024 tile does not fit the core's SRAM: its "
+        "operands need 4203520 bytes (W 4194304, I 1024, O 8192), the SRAM holds 2097152"
+    )
+    assert not list(tmp_path.iterdir())
+
+
+def test_shared_buffer_share_is_named(tmp_path):
+    arch = load_arch("flexer-arch1")
+    cost = zz.ZigZagCost(arch, cache_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"^shared_buffer_bytes: the fc K1024 C512 tile does not"):
+        cost.latency(TileShape("fc", 1024, 512), arch.cores[1])
+
+
+# --- plumbing --------------------------------------------------------------------------------
+
+
+def test_factory_options_and_bad_options(tmp_path):
+    cost = cost_model("zigzag", STREAM, cache_dir=tmp_path, time_limit=5, lpf_limit=2)
+    assert isinstance(cost, zz.ZigZagCost) and cost.name == "zigzag"
+    assert (cost.time_limit, cost.lpf_limit, cost.cache_dir) == (5, 2, tmp_path)
+    for bad in ({"engine": "tabu"}, {"time_limit": 0}, {"lpf_limit": 0}):
+        with pytest.raises(ValueError):
+            zz.ZigZagCost(STREAM, cache_dir=tmp_path, **bad)
+
+
+def test_default_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("NPUSCHED_CACHE", str(tmp_path))
+    assert zz.ZigZagCost(STREAM).cache_dir == tmp_path / "zigzag"
+    monkeypatch.delenv("NPUSCHED_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert zz.ZigZagCost(STREAM).cache_dir == tmp_path / "home" / ".cache" / "npusched" / "zigzag"
+
+
+def test_missing_zigzag_gives_the_install_hint(monkeypatch):
+    monkeypatch.setitem(sys.modules, "zigzag", None)  # as if not installed
+    with pytest.raises(ImportError, match=r"pip install 'npusched\[zigzag\]'"):
+        cost_model("zigzag", STREAM)
+
+
+def test_quiet_and_leaves_no_files(tmp_path, monkeypatch, caplog, capfd):
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    with caplog.at_level(logging.DEBUG):
+        zz.ZigZagCost(STREAM, cache_dir=tmp_path / "cache", lpf_limit=2).latency(SMALL, TPU)
+    assert not [r for r in caplog.records if r.name.startswith("zigzag")]
+    out, err = capfd.readouterr()
+    assert out == err == ""
+    assert not list(work.iterdir())
+    assert logging.getLogger("zigzag").propagate  # restored
+
+
+def test_validator_and_assertion_rejections_name_the_field():
+    """What ZigZag's validator logs (CRITICAL) and its zero-bandwidth assertion become."""
+    layer, mapping = zi.layer_dict(SMALL, TPU, STREAM)
+    acc = zi.accelerator_dict(STREAM, TPU)
+    acc["memories"]["reg_W"]["served_dimensions"] = ["D7"]
+    status, (kind, message) = zz._attempt(acc, layer, mapping, "loma", 2)
+    assert (status, kind) == ("error", "invalid") and "served dimension D7" in message
+    assert zi.field_of(message, 0, STREAM, TPU) == "cores/0/registers/W"
+    acc = zi.accelerator_dict(STREAM, TPU)
+    for port in acc["memories"]["sram"]["ports"]:
+        port["bandwidth_min"] = port["bandwidth_max"] = 0
+    status, (kind, message) = zz._attempt(acc, layer, mapping, "loma", 2)
+    assert (status, kind) == ("error", "AssertionError")
+    assert zi.field_of(message, 0, STREAM, TPU).startswith("cores/0/sram_")
