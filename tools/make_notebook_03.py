@@ -58,11 +58,13 @@ print(f"{2 * t.size} CNs, {src.size} edges in {time.perf_counter() - t0:.2f} s; 
     md(r"""## A partitioned network as a scheduling instance
 `partition_network` cuts every layer, generates the dependencies (partial-sum chains when input
 channels are split) and computes each μop's latency on each core from its loop bounds and the PE
-array's spatial unrolling, with the ceil() losses of partial tiles. The result is an ordinary
-scheduling instance: list scheduling and CP-SAT solve it, and `verify` checks it."""),
+array's spatial unrolling, with the ceil() losses of partial tiles. On the `compute-only` machine
+the result is an ordinary scheduling instance (the μop DAG with hop delays): list scheduling and
+CP-SAT solve it, and `verify` checks it. The default machine is the routed one, with links,
+DRAM and memories (notebook 08)."""),
     code("""net = load_network("resnet18")
 arch = load_arch("flexer-arch7")
-inst = partition_network(net, arch, "stream", cn={"OY": 2})
+inst = partition_network(net, arch, "stream", cn={"OY": 2}, machine="compute-only")
 print(f"{inst.n} μops, {inst.graph.num_edges} edges, {inst.m} cores, "
       f"MACs {inst.source['macs'] / 1e9:.3f} G, lower bound {inst.lower_bound()}")
 heur = solve(inst, "list")

@@ -50,7 +50,7 @@ from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES
 from npusched.workload.network import Network
 from npusched.workload.zoo import load_network
 
-#: Settings options every mode passes to the search (``max_ops``, ``fill_drain``)
+#: Settings options every mode passes to the search (``max_ops``, ``fill_drain``, ``cost``)
 Options = dict[str, Any]
 
 
@@ -278,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="cycles per operation for the array's fill and drain (default: rows + columns)",
     )
+    ap.add_argument("--cost", choices=["analytic", "zigzag", "compute"], default="analytic",
+                    help="an operation's intra-core cost model (default analytic)")  # fmt: skip
     ap.add_argument("--sample", type=int, default=4, help="offline: layers per network × arch")
     ap.add_argument(
         "--time-limit", type=float, default=30.0, help="offline, optimal: seconds per layer"
@@ -291,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     nets = [x.strip() for x in args.networks.split(",")]
     archs = [x.strip() for x in args.archs.split(",")]
-    opts: Options = {"max_ops": args.max_ops, "fill_drain": args.fill_drain}
+    opts: Options = {"max_ops": args.max_ops, "fill_drain": args.fill_drain, "cost": args.cost}
     t0 = time.perf_counter()
     if args.mode == "search":
         rows: list[Any] = bench_search(nets, archs, args.workers, opts)

@@ -54,12 +54,16 @@ CASES = (
 
 
 def build(case: Case) -> SchedulingInstance:
-    """ResNet-50 cut by ``case`` (as ``npusched partition --network resnet50``)."""
+    """ResNet-50 cut by ``case`` on the compute-only machine (as ``npusched partition --network
+    resnet50 --machine compute-only``)."""
     from npusched.arch import load_arch
     from npusched.partition.api import partition_network, resolve_network
 
     net = resolve_network("resnet50")
-    return partition_network(net, load_arch(case.arch), "klotski", s=case.s, align=case.align)
+    inst = partition_network(net, load_arch(case.arch), "klotski", s=case.s, align=case.align,
+                             machine="compute-only")  # fmt: skip
+    assert isinstance(inst, SchedulingInstance)
+    return inst
 
 
 def measure(case: Case, etf_max: int) -> dict[str, Any]:

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from npusched.partition import Tiling, build_instance, dependencies, klotski_tiling
+from npusched.partition import Tiling, dependencies, klotski_tiling
+from npusched.partition.instance import build_instance
 from npusched.problem import Accelerator
 from npusched.workload import INPUT, Layer, Network
 

@@ -176,3 +176,32 @@ def load(
     if size > BIG_FILE:
         print(f"npusched: reading {path} ({size / 1e6:.0f} MB) ...", file=sys.stderr, flush=True)
     return load_instance(path, cores, free_allocation, False if no_memory else None)
+
+
+def machine_options(parser: argparse.ArgumentParser) -> None:
+    """``--machine`` and ``--cost``: the machine model of a partition
+    (:func:`npusched.partition.api.partition_network`)."""
+    parser.add_argument(
+        "--machine",
+        choices=["routed", "compute-only"],
+        default="routed",
+        help="routed (default): links with contention, DRAM behind memory controllers, each "
+        "core's SRAM as its capacity; compute-only: the μop DAG with compute latencies and "
+        "hop delays (the model before)",
+    )
+    parser.add_argument(
+        "--cost",
+        choices=["analytic", "zigzag", "compute"],
+        default=None,
+        help="intra-core latency: analytic (default: a roofline per memory level), zigzag "
+        "(ZigZag's temporal-mapping search, cached on disk; pip install 'npusched[zigzag]') or "
+        "compute (PE-array steps only; the compute-only machine's default)",
+    )
+
+
+def cost_name(args: argparse.Namespace) -> str:
+    """The cost model ``--cost`` asks for, else the ``--machine``'s default."""
+    if args.cost is not None:
+        return str(args.cost)
+    return "analytic" if args.machine == "routed" else "compute"
+

@@ -6,7 +6,8 @@ against the best static loop order.
     npusched flexer --network NAME|FILE --arch arch1..arch8|NAME|FILE [--layers a,b]
                     [--priority default|min-transfer|min-spill]
                     [--mem-policy flexer|first-fit|small-spill] [--metric latency*bytes]
-                    [--max-ops N] [--fill-drain CYCLES] [--prefetch] [--time-limit S]
+                    [--max-ops N] [--fill-drain CYCLES] [--cost analytic|zigzag|compute]
+                    [--prefetch] [--time-limit S]
                     [--workers N]
                     [--no-verify] [--json]
 
@@ -55,6 +56,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "(default: rows + columns, 64 on a 32 x 32 array; 0: none)",
     )
     f.add_argument(
+        "--cost",
+        choices=["analytic", "zigzag", "compute"],
+        default="analytic",
+        help="an operation's cycles: analytic (default: a roofline per memory level of the "
+        "NPU), zigzag (ZigZag's mapping search; pip install 'npusched[zigzag]') or compute (the "
+        "PE array's steps alone, the model before)",
+    )
+    f.add_argument(
         "--prefetch",
         action="store_true",
         help="overlap loads with earlier operations (default: loads on the operation's time)",
@@ -98,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         metric=args.metric,
         max_ops=args.max_ops,
         fill_drain=args.fill_drain,
+        cost=args.cost,
         prefetch=args.prefetch,
         time_limit=args.time_limit,
         progress=not args.json,

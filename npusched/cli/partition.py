@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from npusched.cli.args import flag, output_file
+from npusched.cli.args import cost_name, flag, machine_options, output_file
 
 
 def ints(text: str, n: int, what: str) -> tuple[int, ...]:
@@ -40,11 +40,14 @@ def run(args: argparse.Namespace) -> int:
         tiles=ints(args.tiles, 4, "--tiles") if args.tiles else None,  # type: ignore[arg-type]
         loop_order=args.loop_order,
         align=not args.no_align,
+        machine=args.machine,
+        cost=cost_name(args),
     )
     write_instance(inst, args.output)
     print(
         f"wrote {args.output}: {inst.n} μops, {inst.graph.num_edges} edges on {inst.m} cores "
-        f"({net.name}, {arch.name}, {args.scheme})"
+        f"({net.name}, {arch.name}, {args.scheme}; {args.machine} machine, "
+        f"{inst.source['cost']} costs)"
     )
     return 0
 
@@ -61,5 +64,6 @@ def add_parser(sub: Any) -> None:
     pa.add_argument("--cn", help="stream: CN loops, e.g. OY=1 or K=16,OY=4 (default OY=1)")
     pa.add_argument("--tiles", help="flexer: tile sizes OC,OH,OW,IC")
     pa.add_argument("--loop-order", default="K,OY,OX,C", help="flexer: loop order, outermost first")
+    machine_options(pa)
     pa.add_argument("-o", "--output", type=output_file, required=True)
     pa.set_defaults(func=run)

@@ -229,7 +229,9 @@ class NetworkSearch:
             "search_seconds": round(self.search_seconds, 3),
             "complete": self.complete,
             "settings": {
-                **dataclasses.asdict(self.settings),
+                **{f.name: getattr(self.settings, f.name)
+                   for f in dataclasses.fields(self.settings) if f.name != "arch"},
+                "unroll": [list(u) for u in self.settings.unroll],
                 "fill_drain": self.settings.op_overhead,
             },
             "distinct_layers": self.distinct,

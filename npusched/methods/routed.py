@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from npusched.formulations.scheduling.routed import RoutedModel
-from npusched.heuristics.scheduling.list_scheduling import Priority
+from npusched.heuristics.scheduling.list_scheduling import Priority, list_schedule
 from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.methods.registry import Context, Method, bounded, register
@@ -20,12 +20,26 @@ from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
 from npusched.solvers.result import Result, Status, TracePoint
 
 
+def with_allocation(instance: RoutedInstance) -> RoutedInstance:
+    """``instance`` with a preferred allocation for the memory-aware list, which needs one: the
+    instance's own (Stream's), else the cores the priority list chooses on the instance's
+    compute-only view (earliest finish with transfer delays, no contention, no memory: a
+    partition's allocation is free)."""
+    if instance.fixed_allocation or instance.preferred is not None:
+        return instance
+    core = list_schedule(instance.base, "blevel").core
+    if not instance.mask[np.arange(instance.n), core].all():
+        raise ValueError("the list's allocation leaves a μop's allowed cores; give a preferred one")
+    return dataclasses.replace(instance, preferred=core)
+
+
 def routed_warm_start(instance: RoutedInstance, priority: Priority) -> RoutedSchedule:
     """The best list schedule on the instance and, when it carries a known allocation (Stream's),
-    on that allocation; with memory capacities the memory-aware list's."""
+    on that allocation; with memory capacities the memory-aware list's (on the allocation of
+    :func:`with_allocation`)."""
     if instance.capacity is not None:
         try:
-            return memory_list_schedule(instance, memory_priority(priority))
+            return memory_list_schedule(with_allocation(instance), memory_priority(priority))
         except MemoryDeadlock as err:
             raise ValueError(f"no warm start within the memories: {err}") from None
     cands = [routed_list_schedule(instance, priority)]

@@ -33,10 +33,16 @@ from npusched.heuristics.scheduling.mesh_baselines import (
     zigzag_schedule,
     zigzag_spread_schedule,
 )
+from npusched.heuristics.scheduling.plans import atomic_routed, zigzag_routed
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.methods.linear import linear_result, run_model
 from npusched.methods.registry import Context, Method, NoParams, bounded, register
-from npusched.methods.routed import memory_priority, routed_warm_start, run_routed
+from npusched.methods.routed import (
+    memory_priority,
+    routed_warm_start,
+    run_routed,
+    with_allocation,
+)
 from npusched.problem.placement import Placement, stage2_instance
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
@@ -100,6 +106,22 @@ class JointParams:
     def __post_init__(self) -> None:
         if self.beta is not None and not 0 <= self.beta <= MAX_BETA:  # NaN fails too
             raise ValueError(f"beta must be between 0 and {MAX_BETA:g}, got {self.beta}")
+
+
+def _on_mesh(applies: Callable[[Any], str | None], mesh: bool = True
+             ) -> Callable[[Any], str | None]:  # fmt: skip
+    """``applies`` that also asks a routed instance for a partition's plan: its compute-only view
+    with a network's layers (and a mesh, with ``mesh``)."""
+
+    def check(problem: Any) -> str | None:
+        if isinstance(problem, RoutedInstance):
+            if not isinstance(problem.source.get("layers"), list):
+                return "it plans partitioned networks (the instance has no layer record)"
+            if mesh and problem.accelerator.cells() is None:
+                return "it needs cores on a mesh"
+        return applies(problem)
+
+    return check
 
 
 def _applies(
@@ -186,7 +208,9 @@ def _run_list(instance: Any, backend: str, params: ListParams, ctx: Context) -> 
     if isinstance(instance, RoutedInstance) and instance.capacity is not None:
         priority = memory_priority(priority)
         try:
-            sched: Schedule | RoutedSchedule = memory_list_schedule(instance, priority)
+            sched: Schedule | RoutedSchedule = memory_list_schedule(
+                with_allocation(instance), priority
+            )
         except MemoryDeadlock as err:  # no room even by evicting: a method failure
             bound = instance.lower_bound()
             return Result(Status.ERROR, "list", "none", None, bound, message=str(err))
@@ -205,7 +229,17 @@ def _run_etf(instance: Any, backend: str, params: ListParams, ctx: Context) -> R
     return result
 
 
+def _plan_result(method: str, instance: RoutedInstance, plan: Any) -> Result:
+    """A plan executed on the routed machine, or the error of a plan whose data cannot fit."""
+    try:
+        return heuristic_result(method, instance, plan(instance))
+    except MemoryDeadlock as err:
+        return Result(Status.ERROR, method, "none", None, instance.lower_bound(), message=str(err))
+
+
 def _run_zigzag(instance: Any, backend: str, params: NoParams, ctx: Context) -> Result:
+    if isinstance(instance, RoutedInstance):
+        return _plan_result("zigzag", instance, zigzag_routed)
     return heuristic_result("zigzag", instance, zigzag_schedule(instance))
 
 
@@ -214,6 +248,8 @@ def _run_zigzag_spread(instance: Any, backend: str, params: NoParams, ctx: Conte
 
 
 def _run_atomic(instance: Any, backend: str, params: NoParams, ctx: Context) -> Result:
+    if isinstance(instance, RoutedInstance):
+        return _plan_result("atomic", instance, atomic_routed)
     return heuristic_result("atomic", instance, atomic_schedule(instance))
 
 
@@ -507,7 +543,7 @@ register(
         ("none",),
         _run_zigzag,
         "Klotski baseline 1: layer by layer, each layer on the next core of the zig-zag path",
-        applies=_applies(mesh=True, comm_delays=True),
+        applies=_on_mesh(_applies(mesh=True, comm_delays=True, routing=True)),
         prepare=_check_given,
     )
 )
@@ -530,7 +566,7 @@ register(
         _run_atomic,
         "Klotski baseline 2: the atomic dataflow (Zheng et al. 2022) without rounds: critical-"
         "path choice among all ready μops, each on the idle core with least input traffic",
-        applies=_applies(comm_delays=True),
+        applies=_on_mesh(_applies(comm_delays=True, routing=True), mesh=False),
         prepare=_check_given,
     )
 )

@@ -1,7 +1,7 @@
 """Partitioning layers into μops (Klotski), CNs (Stream) and tiled convolutions (Flexer), with
-exact inter-layer dependencies."""
+exact inter-layer dependencies, on a machine (:mod:`npusched.partition.api`)."""
 
-from npusched.partition.build import build_instance, tile_cycles
+from npusched.partition.build import Layout, output_bytes, uop_edges
 from npusched.partition.grid import Tiling, dependencies, layer_extents, split, tile_macs
 from npusched.partition.schemes import (
     flexer_tiling,
@@ -12,16 +12,17 @@ from npusched.partition.schemes import (
 )
 
 __all__ = [
+    "Layout",
     "Tiling",
-    "build_instance",
     "dependencies",
     "flexer_tiling",
     "klotski_tiling",
     "layer_extents",
     "loop_order_rank",
+    "output_bytes",
     "split",
     "stream_cn_io",
     "stream_tiling",
-    "tile_cycles",
     "tile_macs",
+    "uop_edges",
 ]

@@ -1,57 +1,88 @@
-"""From a network and one tiling per layer to the μop-graph instance of the spine issue.
+"""From a network and one tiling per layer to the μop graph: numbering and dependencies.
 
-μops are numbered layer by layer (layer offset + :meth:`Tiling.index`). Edges:
+μops are numbered layer by layer (layer offset + :meth:`Tiling.index`, or a layer's ``rank`` of
+that index, e.g. Flexer's loop order). Edges:
 
 - partial-sum chains inside a layer: ``(k, y, x, c) → (k, y, x, c + 1)`` carrying the output tile
   in ``psum_bytes`` per element;
 - between layers, from each finished producer tile to every consumer μop whose input box overlaps
   it, carrying the overlap volume × ``elem_bytes`` (:func:`~npusched.partition.grid.dependencies`).
 
-Latency of a μop on a core (the compute model of :mod:`npusched.costmodel`): with spatial
-unrolling ``u_d`` of loop ``d`` on the PE array, ``Π_d ⌈L_d / u_d⌉`` cycles over the tile's loops
-``K, C, OY, OX, FY, FX`` (the ceil is the loss of partial tiles; grouped keys such as
-``"OY*OX*FY*FX"`` unroll a flattened product); pooling, add and concat take
-``⌈elements read / PEs⌉``.
+This is the second step of a partition (scheme → tilings → **dependencies** → costs →
+instance; :mod:`npusched.partition.api`).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
-from npusched.costmodel import compute_cycles
 from npusched.partition.grid import IntArray, Tiling, dependencies
-from npusched.problem import Accelerator, SchedulingInstance, UopGraph
-from npusched.workload.layers import INPUT, Layer
+from npusched.workload.layers import INPUT
 from npusched.workload.network import Network
 
 
-def tile_cycles(layer: Layer, tiling: Tiling, unroll: Mapping[str, int]) -> IntArray:
-    """Cycles of every μop of ``layer`` on a PE array with spatial ``unroll``: the cost model's
-    :func:`~npusched.costmodel.compute_cycles` once per distinct tile shape (at most 16 per
-    layer), broadcast to the μops."""
-    r, s = layer.kernel if layer.op in ("conv", "maxpool", "avgpool") else (1, 1)
-    pes = max(1, math.prod(int(v) for v in unroll.values()))
-    fan = r * s * (len(layer.inputs) if layer.op == "add" else 1)
-    per_dim = []
-    for d in range(4):
-        lengths = tiling.lengths(d)
-        kinds, inverse = np.unique(lengths, return_inverse=True)
-        per_dim.append((kinds, inverse))
-    shape = tuple(k.size for k, _ in per_dim)
-    table = np.empty(shape, dtype=np.int64)
-    for idx in np.ndindex(*shape):
-        lk, ly, lx, lc = (int(per_dim[d][0][i]) for d, i in enumerate(idx))
-        if layer.op in ("conv", "fc"):
-            loops = {"K": lk, "C": lc, "OY": ly, "OX": lx, "FY": r, "FX": s}
-            table[idx] = compute_cycles(loops, unroll)
-        else:
-            table[idx] = -(-(lk * ly * lx * lc * fan) // pes)
-    grid = table[np.ix_(*(inv for _, inv in per_dim))]
-    return grid.reshape(-1).astype(np.int64)
+@dataclass(frozen=True, eq=False)
+class Layout:
+    """Where each layer's μops sit in the numbering: ``offsets[name]`` and ``ranks[name]`` (the
+    position of each tile, in :meth:`Tiling.index` order, within its layer)."""
+
+    net: Network
+    tilings: Mapping[str, Tiling]
+    offsets: Mapping[str, int]
+    ranks: Mapping[str, IntArray]
+    n: int
+
+    @classmethod
+    def of(
+        cls,
+        net: Network,
+        tilings: Mapping[str, Tiling],
+        ranks: Mapping[str, IntArray] | None = None,
+    ) -> Layout:
+        offsets: dict[str, int] = {}
+        rank: dict[str, IntArray] = {}
+        n = 0
+        for layer in net.layers:
+            t = tilings[layer.name]
+            offsets[layer.name] = n
+            given = None if ranks is None else ranks.get(layer.name)
+            rank[layer.name] = (
+                np.arange(t.size) if given is None else np.asarray(given, dtype=np.int64)
+            )
+            n += t.size
+        return cls(net, tilings, offsets, rank, n)
+
+    def uops(self, name: str) -> IntArray:
+        """μop index of each tile of layer ``name``, in :meth:`Tiling.index` order."""
+        return self.offsets[name] + self.ranks[name]
+
+    def layer_of(self) -> IntArray:
+        """Each μop's layer index (position in ``net.layers``)."""
+        out = np.empty(self.n, dtype=np.int64)
+        for k, layer in enumerate(self.net.layers):
+            out[self.uops(layer.name)] = k
+        return out
+
+    def tiles(self, name: str) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+        """The ``(k, y, x, c)`` tile coordinates of layer ``name``'s tiles, in
+        :meth:`Tiling.index` order."""
+        counts = self.tilings[name].counts
+        grid = np.indices(counts).reshape(4, -1)
+        return grid[0], grid[1], grid[2], grid[3]
+
+    def record(self) -> list[dict[str, object]]:
+        """Each layer's name, first μop and tile counts (an instance's ``source["layers"]``)."""
+        return [
+            {
+                "name": ly.name,
+                "offset": self.offsets[ly.name],
+                "tiles": self.tilings[ly.name].counts,
+            }
+            for ly in self.net.layers
+        ]
 
 
 def psum_chains(t: Tiling, psum_bytes: int) -> tuple[IntArray, IntArray, IntArray]:
@@ -65,83 +96,47 @@ def psum_chains(t: Tiling, psum_bytes: int) -> tuple[IntArray, IntArray, IntArra
     return src, dst, np.repeat(vol.reshape(-1), nc - 1) * psum_bytes
 
 
-def build_instance(
-    net: Network,
-    tilings: Mapping[str, Tiling],
-    accelerator: Accelerator,
-    unrolls: Sequence[Mapping[str, int]],
-    *,
-    elem_bytes: int = 1,
-    psum_bytes: int = 4,
-    name: str | None = None,
-    source: dict[str, Any] | None = None,
-    ranks: Mapping[str, IntArray] | None = None,
-) -> SchedulingInstance:
-    """The μop DAG of ``net`` cut by ``tilings`` on ``accelerator`` (one PE unrolling per core).
-
-    ``ranks`` renumbers a layer's μops (:meth:`Tiling.index` order → position), e.g. Flexer's
-    loop order (:func:`~npusched.partition.schemes.loop_order_rank`)."""
-    if len(unrolls) != accelerator.m:
-        raise ValueError(f"{len(unrolls)} PE arrays for {accelerator.m} cores")
-    offsets: dict[str, int] = {}
-    n = 0
-    for layer in net.layers:
-        offsets[layer.name] = n
-        n += tilings[layer.name].size
-    rank = {
-        layer.name: (
-            np.arange(tilings[layer.name].size)
-            if ranks is None or layer.name not in ranks
-            else np.asarray(ranks[layer.name], dtype=np.int64)
-        )
-        for layer in net.layers
-    }
-    distinct = {tuple(sorted(u.items())) for u in unrolls}
-    lat = np.empty((n, len(distinct)), dtype=np.int64)
-    col = {u: k for k, u in enumerate(sorted(distinct))}
+def uop_edges(
+    layout: Layout, elem_bytes: int = 1, psum_bytes: int = 4
+) -> tuple[IntArray, IntArray, IntArray]:
+    """``(src, dst, bytes)`` of every edge (module docstring), in μop numbering."""
+    net = layout.net
     srcs: list[IntArray] = []
     dsts: list[IntArray] = []
     byts: list[IntArray] = []
     for layer in net.layers:
-        t, off = tilings[layer.name], offsets[layer.name]
-        r = rank[layer.name]
-        for u, k in col.items():
-            lat[off + r, k] = tile_cycles(layer, t, dict(u))
+        t, here = layout.tilings[layer.name], layout.uops(layer.name)
         if t.counts[3] > 1:
             s, d, b = psum_chains(t, psum_bytes)
-            srcs.append(off + r[s])
-            dsts.append(off + r[d])
+            srcs.append(here[s])
+            dsts.append(here[d])
             byts.append(b)
         channel = 0
         for p in layer.inputs:
             shape = net.shapes[p]
             if p != INPUT:
-                s, d, b = dependencies(tilings[p], layer, t, shape, channel, elem_bytes)
-                srcs.append(offsets[p] + rank[p][s])
-                dsts.append(off + r[d])
+                s, d, b = dependencies(layout.tilings[p], layer, t, shape, channel, elem_bytes)
+                srcs.append(layout.uops(p)[s])
+                dsts.append(here[d])
                 byts.append(b)
             if layer.op == "concat":
                 channel += shape[0]
-    src = np.concatenate(srcs) if srcs else np.zeros(0, np.int64)
-    dst = np.concatenate(dsts) if dsts else np.zeros(0, np.int64)
-    byt = np.concatenate(byts) if byts else np.zeros(0, np.int64)
-    per_core = lat[:, [col[tuple(sorted(u.items()))] for u in unrolls]]
-    identical = lat.shape[1] == 1
-    graph = UopGraph(per_core[:, 0], src, dst, byt)
-    info = {
-        "network": net.name,
-        "layers": [
-            {"name": layer.name, "offset": offsets[layer.name], "tiles": tilings[layer.name].counts}
-            for layer in net.layers
-        ],
-        "macs": net.macs(),
-        "elem_bytes": elem_bytes,
-        **(source or {}),
-    }
-    return SchedulingInstance(
-        graph,
-        accelerator,
-        None if identical else per_core,
-        name or net.name,
-        source=info,
+    empty = np.zeros(0, np.int64)
+    return (
+        np.concatenate(srcs) if srcs else empty,
+        np.concatenate(dsts) if dsts else empty,
+        np.concatenate(byts) if byts else empty,
     )
+
+
+def output_bytes(layout: Layout, elem_bytes: int, psum_bytes: int = 4) -> IntArray:
+    """Bytes of each μop's output tile: partial sums (``psum_bytes`` per element) for all but the
+    last μop of a chain, the finished tile (``elem_bytes``) for the last."""
+    out = np.empty(layout.n, dtype=np.int64)
+    for layer in layout.net.layers:
+        t = layout.tilings[layer.name]
+        k, y, x, c = layout.tiles(layer.name)
+        vol = t.lengths(0)[k] * t.lengths(1)[y] * t.lengths(2)[x]
+        per = np.where(c == t.counts[3] - 1, elem_bytes, psum_bytes)
+        out[layout.uops(layer.name)] = vol * per
+    return out

@@ -3,9 +3,11 @@ Fig. 3a-c) built from the layer, its tile sizes and the cost model."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from npusched.costmodel import compute_cycles
+from npusched.costmodel import TileShape, compute_cycles
 from npusched.partition.grid import Tiling, layer_extents
 from npusched.problem.flexer.layer import IN, OT, WT, TiledConv, supports
 from npusched.workload.layers import Layer
@@ -20,13 +22,16 @@ def tiled_conv(
     elem_bytes: float = 1.0,
     psum_bytes: int = 4,
     fill_drain: int = 0,
+    latency_of: Callable[[TileShape], int] | None = None,
 ) -> TiledConv:
     """Flexer's DFG of ``layer`` for tile sizes ``(t_oc, t_oh, t_ow, t_ic)`` (Fig. 3a), clipped
     to the layer. Input tiles include the halo of the receptive field; fc layers read their
     flattened input in ``t_ic`` slices.
 
-    An operation takes the cost model's cycles (:func:`~npusched.costmodel.compute_cycles`)
-    plus ``fill_drain`` cycles: the array's pipeline fills and drains once per operation.
+    An operation takes the cost model's cycles (``latency_of`` its tile, e.g. a
+    :class:`~npusched.costmodel.CostModel`'s latency on the NPU; by default the PE array's
+    steps, :func:`~npusched.costmodel.compute_cycles`) plus ``fill_drain`` cycles: the array's
+    pipeline fills and drains once per operation.
 
     Raises
     ------
@@ -70,7 +75,11 @@ def tiled_conv(
     op_in = (c * ny + y) * nx + x
     op_wt = n_in + k * nc + c
     op_ot = n_in + n_wt + (k * ny + y) * nx + x
-    lat = _latencies((lk, ly, lx, lc), (k, y, x, c), (r, s), unroll, fill_drain)
+    if latency_of is None:
+        def latency_of(shape: TileShape) -> int:
+            return compute_cycles(shape.loops(), unroll)
+
+    lat = _latencies(layer, (lk, ly, lx, lc), (k, y, x, c), latency_of, fill_drain)
     return TiledConv(
         name=layer.name,
         counts=(nk, ny, nx, nc),
@@ -87,22 +96,20 @@ def tiled_conv(
 
 
 def _latencies(
+    layer: Layer,
     lengths: tuple[np.ndarray, ...],
     index: tuple[np.ndarray, ...],
-    kernel: tuple[int, int],
-    unroll: dict[str, int],
+    latency_of: Callable[[TileShape], int],
     fill_drain: int,
 ) -> np.ndarray:
     """Cycles of every operation: the cost model for its tile lengths ``(K, OY, OX, C)`` plus
     ``fill_drain``. Each axis has at most two tile lengths: the cost model runs once per
     distinct shape."""
     (uk, ik), (uy, iy), (ux, ix), (uc, ic) = (np.unique(a, return_inverse=True) for a in lengths)
-    r, s = kernel
     table = np.empty((uk.size, uy.size, ux.size, uc.size), np.int64)
     for idx in np.ndindex(table.shape):
         a, b, d, e = (int(u[i]) for u, i in zip((uk, uy, ux, uc), idx, strict=True))
-        loops = {"K": a, "C": e, "OY": b, "OX": d, "FY": r, "FX": s}
-        table[idx] = compute_cycles(loops, unroll) + fill_drain
+        table[idx] = latency_of(TileShape.of(layer, a, b, d, e)) + fill_drain
     k, y, x, c = index
     return table[ik[k], iy[y], ix[x], ic[c]]
 

@@ -34,12 +34,15 @@ could set such tilings aside; with it, they are bounded out as on real hardware.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from npusched.arch.model import Arch
+from npusched.costmodel import CostModel, TileShape, cost_model
 from npusched.heuristics.flexer.ooo import (
     DATAFLOWS,
     NoFit,
@@ -107,6 +110,15 @@ def n_ops(net: Network, layer: Layer, tiles: tuple[int, int, int, int]) -> int:
 
 
 def layer_problem(net: Network, layer: Layer, tiles: tuple[int, ...], s: Settings) -> TiledConv:
+    """The layer's DFG for ``tiles``; operations cost what the settings' cost model says."""
+    latency_of = None
+    if s.cost != "compute":
+        assert s.arch is not None
+        model, core = _cost(s.cost, s.arch), s.arch.cores[0]
+
+        def latency_of(shape: TileShape) -> int:
+            return model.latency(shape, core)
+
     return tiled_conv(
         net,
         layer,
@@ -114,7 +126,14 @@ def layer_problem(net: Network, layer: Layer, tiles: tuple[int, ...], s: Setting
         dict(s.unroll),
         s.elem_bytes,
         fill_drain=s.op_overhead,
+        latency_of=latency_of,
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _cost(name: str, arch: Arch) -> CostModel:
+    """One cost model per process and architecture (its cache serves every tiling)."""
+    return cost_model(name, arch)
 
 
 def lat_bound(p: TiledConv, s: Settings) -> float:

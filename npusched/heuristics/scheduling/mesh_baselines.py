@@ -95,6 +95,23 @@ def zigzag_schedule(instance: SchedulingInstance) -> Schedule:
     return _execute(instance, order, snake[layer % len(snake)], barrier_level=layer)
 
 
+def zigzag_plan(instance: SchedulingInstance) -> tuple[np.ndarray, np.ndarray, dict[int, set[int]]]:
+    """Baseline 1 as a plan for the routed machine (:mod:`~npusched.heuristics.scheduling.plans`):
+    each network layer whole on the next core of the zig-zag path, its μops in index order, and
+    the layers each layer reads (it waits for all of them, as an unpartitioned layer does).
+    Unlike :func:`zigzag_schedule` a layer waits only for the layers it reads, so the branches
+    of a network (Inception's) run side by side on their cores."""
+    snake = _snake_cores(instance)
+    layer = network_layers(instance)
+    g = instance.graph
+    cross = layer[g.src] != layer[g.dst]
+    producers: dict[int, set[int]] = {}
+    for p, q in zip(layer[g.src[cross]].tolist(), layer[g.dst[cross]].tolist(), strict=True):
+        producers.setdefault(q, set()).add(p)
+    rank = np.lexsort((np.arange(instance.n), layer)).argsort()
+    return snake[layer % len(snake)], rank, producers
+
+
 def zigzag_spread_schedule(instance: SchedulingInstance) -> Schedule:
     """Baseline 1 read the other way (the method ``zigzag-spread``): the depth levels of the DAG
     are the layers, and the μops of each level, in index order, take the cores along the zig-zag

@@ -4,7 +4,7 @@ option names the heuristics accept."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from npusched.arch.model import Arch
@@ -37,6 +37,8 @@ class Settings:
     window: int | None = None
     prefetch: bool = False
     fill_drain: int | None = None  # cycles per operation; None: rows + columns of the array
+    cost: str = "compute"  # intra-core cost model of an operation (npusched.costmodel)
+    arch: Arch | None = field(default=None, compare=False, repr=False)
 
     @property
     def op_overhead(self) -> int:
@@ -56,6 +58,10 @@ class Settings:
             raise ValueError("NPUs, buffer and bandwidth must be positive")
         if self.fill_drain is not None and self.fill_drain < 0:
             raise ValueError(f"fill_drain must be >= 0, got {self.fill_drain}")
+        if self.cost not in ("compute", "analytic", "zigzag"):
+            raise ValueError(f"unknown cost model {self.cost!r}; choose compute, analytic, zigzag")
+        if self.cost != "compute" and self.arch is None:
+            raise ValueError(f"the {self.cost} cost model needs the architecture (from_arch)")
 
     @classmethod
     def from_arch(cls, arch: Arch, **options: Any) -> Settings:
@@ -75,6 +81,7 @@ class Settings:
             bandwidth=float(arch.dram_bytes_per_cycle()),
             unroll=unroll,
             elem_bytes=arch.element_bytes,
+            arch=arch,
             **options,
         )
 

@@ -17,7 +17,10 @@ from npusched.verify import check
 
 
 def _lenet(mesh: str = "3x3", s=(7, 7, 24, 28)) -> SchedulingInstance:
-    return partition_network(resolve_network("lenet"), load_arch(f"klotski-{mesh}"), "klotski", s=s)
+    inst = partition_network(resolve_network("lenet"), load_arch(f"klotski-{mesh}"), "klotski",
+                             s=s, machine="compute-only")  # fmt: skip
+    assert isinstance(inst, SchedulingInstance)
+    return inst
 
 
 def _plan_faults(inst: SchedulingInstance, sched: Schedule) -> list[str]:

@@ -15,7 +15,7 @@ from npusched.verify import verify
 
 def _lenet(mesh: str):
     return partition_network(resolve_network("lenet"), load_arch(f"klotski-{mesh}"), "klotski",
-                             s=(7, 7, 24, 28))  # fmt: skip
+                             s=(7, 7, 24, 28), machine="compute-only")  # fmt: skip
 
 
 def test_layers_on_successive_zigzag_cores():
