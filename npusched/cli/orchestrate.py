@@ -13,7 +13,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from npusched.cli.args import executor_spec, output_dir, positive_float, positive_int
+from npusched.cli.args import (
+    cost_name,
+    executor_spec,
+    machine_options,
+    output_dir,
+    positive_float,
+    positive_int,
+)
 
 OUTPUT_RESERVE = 3.0
 """Seconds of ``--time-limit`` kept for writing the files and drawing the figures (3–4 s for a
@@ -41,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
         orch = orchestrate(
             net, arch, args.budget, args.objective, args.inner, limit,
             args.final_time_limit, args.seed, args.threads, args.q, executor,
-            first=tuple(args.s or ()), max_uops=cap,
+            first=tuple(args.s or ()), max_uops=cap, machine=args.machine,
+            cost=cost_name(args),
         )  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     write_instance(orch.instance, out / "instance.json")
@@ -83,6 +91,8 @@ def report(orch: Any, args: argparse.Namespace) -> dict[str, Any]:
         "inner": args.inner,
         "seed": args.seed,
         "q": args.q,
+        "machine": args.machine,
+        "cost": orch.instance.source.get("cost"),
         "best_s": list(orch.search.best.s),
         "uops": orch.instance.n,
         "cycles": orch.cycles,
@@ -92,6 +102,7 @@ def report(orch: Any, args: argparse.Namespace) -> dict[str, Any]:
         "stages": orch.stages,
         "baseline1_cycles": orch.baselines["baseline1"].cycles,
         "baseline2_cycles": orch.baselines["baseline2"].cycles,
+        "baseline2_same_partition_cycles": orch.baselines["baseline2_same_partition"].cycles,
         "hur": orch.hur,
         "baselines": {k: dataclasses.asdict(v) for k, v in orch.baselines.items()},
         "runtime_s": round(orch.runtime_s, 3),
@@ -169,5 +180,6 @@ def add_parser(sub: Any) -> None:
         help="local (a process pool, used with --q > 1) or dask://HOST:PORT",
     )
     o.add_argument("--workers", type=positive_int, help="local pool size (default: all cores)")
+    machine_options(o)
     o.add_argument("--out-dir", type=output_dir, required=True, help="folder for the files")
     o.set_defaults(func=run)

@@ -36,10 +36,13 @@ from typing import Any
 import numpy as np
 
 from npusched.arch.model import Arch
+from npusched.costmodel import CostModel
 from npusched.heuristics.scheduling.mesh_baselines import retime
+from npusched.heuristics.scheduling.plans import execute, plan_rank
 from npusched.methods import solve
 from npusched.partition.api import partition_network
 from npusched.problem.scheduling.instance import SchedulingInstance
+from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
 from npusched.problem.scheduling.schedule import Schedule
 from npusched.problem.scheduling.windows import asap_alap
 from npusched.search.objective import entropy_score, gp_target, score
@@ -47,7 +50,9 @@ from npusched.solvers.result import Result, Status
 from npusched.verify import check
 from npusched.workload.network import Network
 
-INNER = ("list", "twostage", "joint")
+INNER = ("list", "atomic", "best", "twostage", "joint")
+Instance = SchedulingInstance | RoutedInstance
+Plan = Schedule | RoutedSchedule
 MAX_NONZEROS = 1_000_000
 """Default size of the quantised slot ILP (coefficients): HiGHS presolves it in seconds."""
 
@@ -63,7 +68,7 @@ class Evaluation:
     makespan: int | None
     uops: int
     seconds: float
-    schedule: Schedule | None = None
+    schedule: Plan | None = None
     feasible: bool = True
     note: str = ""
 
@@ -91,16 +96,26 @@ def evaluate(
     time_limit: float = 10.0,
     threads: int = 1,
     seed: int = 0,
+    machine: str = "routed",
+    cost: str | CostModel = "analytic",
 ) -> Evaluation:
-    """Algorithm 1, lines 3–5: partition ``net`` with ``s``, schedule and map the μops with
-    ``method`` (``list``: the list scheduler with NoC delays; ``twostage``: :func:`two_stages`;
+    """Algorithm 1, lines 3–5: partition ``net`` with ``s`` on ``machine`` (``routed``: links,
+    DRAM and memories; ``compute-only``), schedule and map the μops with ``method`` (``list``:
+    on the routed machine the memory-aware list on the priority list's allocation, on the
+    compute-only one the list scheduler with NoC delays; ``atomic``: Klotski's baseline 2, the
+    atomic dataflow's plan; ``best``: the shorter of those two; ``twostage``: :func:`two_stages`;
     ``joint``: CP-SAT warm-started from the list schedule, each under ``time_limit`` seconds),
-    verify the schedule, and score it."""
+    verify the schedule, and score it. A shape whose μop cannot hold its data on the routed
+    machine is infeasible."""
     score(objective, 0.0, 0.0)  # refuses an unknown objective
     if method not in INNER:
         raise ValueError(f"unknown inner method {method!r}; choose from {', '.join(INNER)}")
     t0 = time.perf_counter()
-    inst = partition_network(net, arch, "klotski", s=s)
+    try:
+        inst = partition_network(net, arch, "klotski", s=s, machine=machine, cost=cost)
+    except ValueError as err:  # its data does not fit a core of the routed machine
+        return Evaluation(s, objective, None, None, 0, time.perf_counter() - t0,
+                          feasible=False, note=str(err))  # fmt: skip
     sched, note = _schedule(inst, method, time_limit, threads, seed)
     rep = None if sched is None else check(inst, sched)
     if sched is None or rep is None or not rep.ok or rep.makespan is None:
@@ -115,17 +130,19 @@ def evaluate(
 
 
 def _schedule(
-    inst: SchedulingInstance, method: str, limit: float, threads: int, seed: int
-) -> tuple[Schedule | None, str]:
+    inst: Instance, method: str, limit: float, threads: int, seed: int
+) -> tuple[Plan | None, str]:
     """The inner method's schedule, or None and why."""
     try:
         if method == "twostage":
             res, _ = two_stages(inst, limit, threads, seed)
+        elif method == "best":  # the shorter of the two heuristics' schedules
+            res = best_of(inst, [solve(inst, m, seed=seed) for m in ("list", "atomic")])
         else:
             res = solve(inst, method, time_limit=limit, threads=threads, seed=seed)
     except ValueError as err:  # a model's size guard, a method that does not apply
         return None, f"{method}: {err}"
-    if not isinstance(res.solution, Schedule):
+    if not isinstance(res.solution, Schedule | RoutedSchedule):
         return None, f"{method} returned no schedule ({res.status.value})"
     return res.solution, ""
 
@@ -159,16 +176,21 @@ def time_quantum(
 
 
 def two_stages(
-    inst: SchedulingInstance,
+    inst: Instance,
     time_limit: float,
     threads: int = 1,
     seed: int = 0,
-    warm: Schedule | None = None,
+    warm: Plan | None = None,
     max_nonzeros: int = MAX_NONZEROS,
 ) -> tuple[Result, dict[str, Any]]:
     """Klotski's two stages on the quantised instance, executed back in cycles (module
     docstring); ``warm`` (default: the list schedule) fixes the horizon and is the warm start.
-    The result's bound is the trivial one in cycles; the summary names the quantum."""
+    The result's bound is the trivial one in cycles; the summary names the quantum. On the
+    routed machine the stages plan on its compute-only view and the plan (cores, order) is
+    executed by the memory-aware list (:func:`~npusched.heuristics.scheduling.plans.execute`)."""
+    if isinstance(inst, RoutedInstance):
+        return _routed_two_stages(inst, time_limit, threads, seed, warm, max_nonzeros)
+    assert warm is None or isinstance(warm, Schedule)
     t0 = time.perf_counter()
     if warm is None:
         listed = solve(inst, "list", threads=threads, seed=seed).solution
@@ -191,9 +213,35 @@ def two_stages(
     return out, info
 
 
-def best_of(inst: SchedulingInstance, results: list[Result]) -> Result:
+def _routed_two_stages(
+    inst: RoutedInstance,
+    time_limit: float,
+    threads: int,
+    seed: int,
+    warm: Plan | None,
+    max_nonzeros: int,
+) -> tuple[Result, dict[str, Any]]:
+    """:func:`two_stages` on the compute-only view of ``inst``, its plan executed on ``inst``;
+    ``warm`` is kept when it is shorter."""
+    t0 = time.perf_counter()
+    res, info = two_stages(inst.base, time_limit, threads, seed, None, max_nonzeros)
+    plan = res.solution
+    assert isinstance(plan, Schedule)
+    sched = execute(inst, plan.core, plan_rank(plan.start, inst.graph.topo))
+    if isinstance(warm, RoutedSchedule) and warm.makespan(inst) < sched.makespan(inst):
+        sched, info["kept"] = warm, "the warm start (shorter than the executed plan)"
+    out = Result(Status.FEASIBLE, "twostage", res.backend, float(sched.makespan(inst)),
+                 float(inst.lower_bound()), runtime_s=time.perf_counter() - t0, solution=sched,
+                 threads=threads, seed=seed, time_limit=time_limit, stats=info)  # fmt: skip
+    return out, info
+
+
+def best_of(inst: Instance, results: list[Result]) -> Result:
     """The result with the shortest verified schedule (first on ties); ``np`` order is stable."""
     spans = [
-        r.solution.makespan(inst) if isinstance(r.solution, Schedule) else np.inf for r in results
+        r.solution.makespan(inst)  # type: ignore[arg-type]
+        if isinstance(r.solution, Schedule | RoutedSchedule)
+        else np.inf
+        for r in results
     ]
     return results[int(np.argmin(spans))]

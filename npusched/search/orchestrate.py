@@ -7,13 +7,18 @@ fast inner scheduler, then the exact stages on the best partition.
    scheduler with NoC delays; ``twostage`` or ``joint`` on small cases);
 2. on the best ``s``: Klotski's two stages (:func:`~npusched.search.evaluate.two_stages`: the slot
    ILP of eq. 16–18 on a time-quantised copy — the quantum and its rounding are stated there —
-   then the mapping MIP of eq. 9–14, executed back in cycles on the NoC), then ``joint`` (CP-SAT,
-   eq. 15) warm-started from the best schedule so far; each under ``final_time_limit`` and only
-   where it applies. The shortest verified schedule wins; the bound is the larger of the trivial
-   one (critical path, load) and ``joint``'s proven one.
+   then the mapping MIP of eq. 9–14, executed back in cycles on the NoC, on the routed machine
+   by the memory-aware list), then ``joint`` (CP-SAT, eq. 15) warm-started from the best schedule
+   so far, and on the routed machine first the atomic dataflow's plan (:data:`STAGES`) and last
+   ``lns`` (large-neighbourhood search on the routed CP-SAT model, links, DRAM and memory
+   included) on the best schedule's allocation; each under
+   ``final_time_limit`` and only where it applies. The shortest verified schedule wins; the
+   bound is the larger of the instance's (critical path, load, DRAM traffic) and ``joint``'s
+   proven one.
 
 3. Klotski's baselines beside it (:mod:`npusched.search.baselines`): baseline 1 (``zigzag``) on
-   the coarsest partition, baseline 2 (``atomic``) on the best one; not counted in the runtime.
+   the coarsest partition its plan fits, baseline 2 (``atomic``) on its own partition, annealed
+   with the same budget (and, for the ablation, on the best one); not counted in the runtime.
 
 With a ``time_limit`` the whole run stops there: the search ends early (``complete`` false) and
 the final stages get what is left; the best result so far is returned either way.
@@ -28,14 +33,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npusched.arch.model import Arch
+from npusched.costmodel import cost_model
 from npusched.methods import solve
 from npusched.methods.registry import applicable
 from npusched.partition.api import partition_network
-from npusched.problem.scheduling.instance import SchedulingInstance
+from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
 from npusched.problem.scheduling.schedule import Schedule
 from npusched.search.baselines import Baseline, baselines, utilisation
 from npusched.search.bo import SearchResult, bayes_search
-from npusched.search.evaluate import INNER, best_of, evaluate, two_stages
+from npusched.search.evaluate import INNER, Instance, Plan, best_of, evaluate, two_stages
 from npusched.search.space import MAX_UOPS, DesignSpace, Shape4
 from npusched.solvers.common import run_within, why_stopped
 from npusched.solvers.result import Result, Status
@@ -55,7 +61,7 @@ class Orchestration:
     network: str
     arch: str
     search: SearchResult
-    instance: SchedulingInstance
+    instance: Instance
     result: Result
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
     runtime_s: float = 0.0
@@ -63,13 +69,13 @@ class Orchestration:
     baselines: dict[str, Baseline] = field(default_factory=dict)
 
     @property
-    def schedule(self) -> Schedule:
-        assert isinstance(self.result.solution, Schedule)
+    def schedule(self) -> Plan:
+        assert isinstance(self.result.solution, Schedule | RoutedSchedule)
         return self.result.solution
 
     @property
     def cycles(self) -> int:
-        return self.schedule.makespan(self.instance)
+        return self.schedule.makespan(self.instance)  # type: ignore[arg-type]
 
     @property
     def hur(self) -> float | None:
@@ -79,17 +85,26 @@ class Orchestration:
         return utilisation(self.instance, self.schedule) / self.baselines["baseline1"].utilisation
 
 
+STAGES = {
+    "compute-only": ("twostage", "joint"),
+    "routed": ("atomic", "twostage", "joint", "lns"),
+}
+"""The final stages by machine, in order (each warm-started from the best schedule so far). On the
+routed machine the atomic dataflow's plan on the best partition is one more warm start (a
+heuristic of the papers is a warm start here as much as a baseline), and ``lns`` ends."""
+
 HAND_BACK = 1.0
 """Seconds of a final stage's limit kept for handing its answer back from the stage's process."""
 
 
-def _stage(inst: SchedulingInstance, method: str, warm: Schedule, limit: float, threads: int,
+def _stage(inst: Instance, method: str, warm: Plan, limit: float, threads: int,
            seed: int) -> tuple[Result | None, dict[str, Any]]:  # fmt: skip
     """Run one final stage if it applies and has time; its verified result and a summary. The
     stage runs in a process stopped at ``limit`` (:func:`~npusched.solvers.common.run_within`):
     its preparation (the time quantum's re-timings, building a model) checks no clock, so only
     a stop from outside holds the run's limit; its solvers get ``limit`` less :data:`HAND_BACK`."""
-    if limit <= 0 or method not in applicable(inst):
+    applies = method == "twostage" or method in applicable(_stage_instance(inst, method, warm))
+    if limit <= 0 or not applies:
         return None, {
             "status": "skipped",
             "why": "no time left" if limit <= 0 else "not applicable",
@@ -105,22 +120,31 @@ def _stage(inst: SchedulingInstance, method: str, warm: Schedule, limit: float, 
     info: dict[str, Any] = {"status": res.status.value, "objective": res.objective,
                             "bound": res.bound, "runtime_s": round(res.runtime_s, 3)}  # fmt: skip
     info.update({k: v for k, v in extra.items() if k != "stats"})
-    if not isinstance(res.solution, Schedule) or not check(inst, res.solution).ok:
+    if not isinstance(res.solution, Schedule | RoutedSchedule) or not check(inst, res.solution).ok:
         info["verified"] = False
         return None, info
     return res, info
 
 
-def _answer(inst: SchedulingInstance, method: str, warm: Schedule, limit: float, threads: int,
+def _stage_instance(inst: Instance, method: str, warm: Plan) -> Instance:
+    """What a stage solves: ``lns`` keeps the warm start's allocation (its neighbourhoods
+    re-time μops and transfers, they do not move μops between cores)."""
+    if method == "lns" and isinstance(inst, RoutedInstance):
+        return inst.restricted(warm.core)
+    return inst
+
+
+def _answer(inst: Instance, method: str, warm: Plan, limit: float, threads: int,
             seed: int) -> tuple[Result, dict[str, Any]]:  # fmt: skip
     """One final stage's result and summary."""
     if method == "twostage":
         return two_stages(inst, limit, threads, seed, warm)
-    return solve(inst, method, time_limit=limit, threads=threads, seed=seed, warm_start=warm), {}
+    run = _stage_instance(inst, method, warm)
+    return solve(run, method, time_limit=limit, threads=threads, seed=seed, warm_start=warm), {}
 
 
 def final_stages(
-    inst: SchedulingInstance,
+    inst: Instance,
     start: Result,
     limit: float,
     threads: int = 1,
@@ -128,22 +152,24 @@ def final_stages(
     deadline: float | None = None,
 ) -> tuple[Result, dict[str, dict[str, Any]]]:
     """Step 2 of the module docstring from ``start`` (the search's best schedule)."""
-    assert isinstance(start.solution, Schedule)
+    assert isinstance(start.solution, Schedule | RoutedSchedule)
     results, stages = [start], {}
-    for method in ("twostage", "joint"):
+    methods = STAGES["routed" if isinstance(inst, RoutedInstance) else "compute-only"]
+    for method in methods:
         left = limit if deadline is None else min(limit, deadline - time.perf_counter())
         if deadline is not None and deadline - time.perf_counter() < MIN_STAGE:
             left = 0.0  # too little of the run's limit left for a stage to prepare and solve
         warm = best_of(inst, results).solution
-        assert isinstance(warm, Schedule)
+        assert isinstance(warm, Schedule | RoutedSchedule)
         res, stages[method] = _stage(inst, method, warm, left, threads, seed)
         if res is not None:
             results.append(res)
     best = best_of(inst, results)
-    bounds = [r.bound for r in results if r.bound is not None and r.method != "twostage"]
+    # joint's bound holds for the instance; twostage's is in slots, lns's only for its allocation
+    bounds = [r.bound for r in results if r.bound is not None and r.method == "joint"]
     best.bound = max([float(inst.lower_bound()), *bounds])
-    assert isinstance(best.solution, Schedule)
-    best.objective = float(best.solution.makespan(inst))
+    assert isinstance(best.solution, Schedule | RoutedSchedule)
+    best.objective = float(best.solution.makespan(inst))  # type: ignore[arg-type]
     return best, stages
 
 
@@ -162,22 +188,30 @@ def orchestrate(
     progress: bool = True,
     first: tuple[Shape4, ...] = (),
     max_uops: int | None = MAX_UOPS,
+    machine: str = "routed",
+    cost: str = "analytic",
 ) -> Orchestration:
     """Steps 1–2 of the module docstring. ``time_limit`` bounds the whole run; ``first`` are
-    shapes to evaluate before the Sobol points (a ValueError if one is outside the space)."""
+    shapes to evaluate before the Sobol points (a ValueError if one is outside the space);
+    ``machine`` and ``cost`` as in :func:`~npusched.partition.api.partition_network` (one cost
+    model serves every evaluation of a process, so shapes are costed once)."""
     if inner not in INNER:
         raise ValueError(f"unknown inner method {inner!r}; choose from {', '.join(INNER)}")
     t0 = time.perf_counter()
     space = DesignSpace.build(net, arch, max_uops)
     starts = [space.locate(net, arch, s) for s in first]
+    model = cost_model(cost, arch)
     run = functools.partial(evaluate, net, arch, objective=objective, method=inner,
-                            time_limit=final_time_limit, threads=threads, seed=seed)  # fmt: skip
+                            time_limit=final_time_limit, threads=threads, seed=seed,
+                            machine=machine, cost=model)  # fmt: skip
     deadline = None if time_limit is None else t0 + time_limit
     found = bayes_search(space, run, budget, seed=seed, deadline=deadline, progress=progress,
                          q=q, executor=executor, first=starts)  # fmt: skip
     best = found.best
-    inst = partition_network(net, arch, "klotski", s=best.s)  # rebuilt: evaluations stay light
-    assert best.schedule is not None and best.makespan == best.schedule.makespan(inst)
+    # rebuilt: evaluations stay light
+    inst = partition_network(net, arch, "klotski", s=best.s, machine=machine, cost=model)
+    assert best.schedule is not None
+    assert best.makespan == best.schedule.makespan(inst)  # type: ignore[arg-type]
     start = Result(Status.FEASIBLE, inner, "none", float(best.makespan), solution=best.schedule,
                    seed=seed)  # fmt: skip
     result, stages = final_stages(inst, start, final_time_limit, threads, seed, deadline)
@@ -188,4 +222,5 @@ def orchestrate(
     )
     runtime = time.perf_counter() - t0  # the baselines are not part of Klotski's runtime
     return Orchestration(net.name, arch.name, found, inst, result, stages, runtime, complete,
-                         baselines(net, arch, space, inst, best.s))  # fmt: skip
+                         baselines(net, arch, space, inst, best.s, machine, model, budget,
+                                   seed))  # fmt: skip

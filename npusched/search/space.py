@@ -12,8 +12,8 @@
   each layer's extents (a layer smaller than ``h`` is whole in height) and cuts what does not
   divide into remainder μtensors (§III-B, Fig. 5).
 - Feasibility (§III-B, end): a shape whose μtensor (input box + weights + output tile, in the
-  partitioner's element and partial-sum bytes: :func:`npusched.partition.api.footprint`) exceeds
-  the smallest core's on-chip memory is infeasible (:func:`npusched.partition.api.over_memory`).
+  partitioner's element and partial-sum bytes: :func:`npusched.partition.schemes.footprint`) exceeds
+  the smallest core's on-chip memory is infeasible (:func:`npusched.partition.schemes.over_memory`).
 - Size (ours, not the paper's): a shape that cuts the network into more than ``max_uops`` μops is
   left out too. Eq. 3 with α = the mean μop latency grows like ``n ln n`` with the μop count ``n``
   (:mod:`npusched.search.objective`), so without a cap the search runs to the finest shapes —
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from npusched.arch.model import Arch
-from npusched.partition.api import KlotskiMemory
+from npusched.partition.schemes import KlotskiMemory
 from npusched.workload.network import Network
 
 Shape4 = tuple[int, int, int, int]
@@ -59,7 +59,7 @@ def multiples(unit: int, top: int) -> list[int]:
 
 
 class Cuts:
-    """What ``s`` does to each layer (:func:`~npusched.partition.api.klotski_tilings`): the tile
+    """What ``s`` does to each layer (:func:`~npusched.partition.schemes.klotski_tilings`): the tile
     sizes, layer by layer (equal for equal partitions), and the μop count; each layer's tiling is
     computed once per distinct clipped shape."""
 

@@ -32,14 +32,18 @@ def test_baselines_are_verified_and_on_their_partitions(lenet):
     net, arch, space = lenet
     best_s = space.points[int(np.argmax(space.uops))]
     best = partition_network(net, arch, "klotski", s=best_s)
-    out = bl.baselines(net, arch, space, best, best_s)
-    b1, b2 = out["baseline1"], out["baseline2"]
+    out = bl.baselines(net, arch, space, best, best_s, budget=6)
+    b1, b2, same = out["baseline1"], out["baseline2"], out["baseline2_same_partition"]
     assert b1.uops == min(space.uops) and b1.s == bl.coarsest(space)
-    assert b2.uops == best.n and b2.s == best_s
-    assert b2.cycles == solve(best, "atomic").objective
-    assert 0 < b1.utilisation <= 1 and 0 < b2.utilisation <= 1
+    assert same.uops == best.n and same.s == best_s
+    assert same.cycles == solve(best, "atomic").objective
+    # baseline 2 on its own partition: a point of the space, annealed, its schedule verified
+    assert b2.s in space.points
+    mine = partition_network(net, arch, "klotski", s=b2.s)
+    assert b2.cycles == solve(mine, "atomic").objective
+    assert 0 < b1.utilisation <= 1 and 0 < same.utilisation <= 1
     # baseline 1 runs each layer on one core: never more than one core busy per layer
-    assert b1.utilisation < b2.utilisation
+    assert b1.utilisation < same.utilisation
 
 
 def test_a_baseline_that_fails_verification_raises(lenet, monkeypatch):

@@ -31,12 +31,16 @@ def test_cli_writes_verified_files(tmp_path):
     assert rep["best_s"] == max(rep["evaluations"], key=lambda e: e["E"])["s"]
     assert rep["bound"] <= rep["cycles"] <= min(e["makespan"] for e in rep["evaluations"] if
                                                   e["s"] == rep["best_s"])  # fmt: skip
-    assert set(rep["stages"]) == {"twostage", "joint"}
+    assert rep["machine"] == "routed" and rep["cost"] == "analytic"
+    assert set(rep["stages"]) == {"atomic", "twostage", "joint", "lns"}  # the routed machine's
+    assert rep["cycles"] <= rep["baseline2_same_partition_cycles"]  # atomic is a warm start
     assert rep["stages"]["twostage"]["quantum_cycles"] >= 1
     assert rep["design_space"]["feasible"] > 6
     b1, b2 = rep["baselines"]["baseline1"], rep["baselines"]["baseline2"]
+    same = rep["baselines"]["baseline2_same_partition"]
     assert (rep["baseline1_cycles"], rep["baseline2_cycles"]) == (b1["cycles"], b2["cycles"])
-    assert b2["uops"] == rep["uops"] and b1["uops"] <= min(e["uops"] for e in rep["evaluations"])
+    assert same["uops"] == rep["uops"] and same["cycles"] == rep["baseline2_same_partition_cycles"]
+    assert b1["uops"] <= min(e["uops"] for e in rep["evaluations"])
     inst = json.loads((out / "instance.json").read_text())
     busy = sum(u["latency"] for u in inst["uops"])  # identical cores: one latency per μop
     assert rep["hur"] == pytest.approx(busy / (9 * rep["cycles"]) / b1["utilisation"])

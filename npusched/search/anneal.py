@@ -1,0 +1,84 @@
+"""Simulated annealing over the design space: the atomic dataflow's partition search, Klotski's
+baseline 2 (§IV-B: "Baseline 2 is also deterministic except for the employed simulated annealing
+for partition"; footnote 2: "we set the running budgets for the simulated annealing with 50 to
+align with Klotski's settings").
+
+Zheng et al. (HPCA 2022) cut the layers into atoms by simulated annealing to balance the load;
+only their abstract could be read here, so the annealing itself is the textbook one (Kirkpatrick
+et al. 1983), over Klotski's design space of μtensor shapes (:class:`~npusched.search.space.
+DesignSpace`) so that both baselines search the same partitions:
+
+- start from the design space's median point in μops (seeded choice among equals);
+- a move goes to one of the ``neighbours`` nearest points in the space's normalised
+  coordinates (log2 of ``h, w, ic, oc``), chosen at random;
+- a move whose makespan ``M'`` is no worse is taken; a worse one with probability
+  :math:`\\exp(-(M' - M) / (M \\cdot T))` at temperature :math:`T`, which falls geometrically from
+  ``t_start`` to ``t_end`` over the budget (a relative increase of ``T`` is taken with
+  probability 1/e);
+- every point is evaluated once (a revisit reuses it and costs no budget); the best evaluated
+  point is the result.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from npusched.search.bo import SearchResult
+from npusched.search.evaluate import Evaluation
+from npusched.search.space import DesignSpace, Shape4
+
+
+def anneal(
+    space: DesignSpace,
+    evaluate: Callable[[Shape4], Evaluation],
+    budget: int = 50,
+    seed: int = 0,
+    neighbours: int = 8,
+    t_start: float = 0.05,
+    t_end: float = 0.002,
+    deadline: float | None = None,
+) -> SearchResult:
+    """The annealing of the module docstring with at most ``budget`` evaluations, stopping at
+    ``deadline`` (``time.perf_counter()``; ``complete`` false) once a point has a schedule."""
+    if budget < 1:
+        raise ValueError(f"the budget must be at least 1, got {budget}")
+    rng = np.random.default_rng(seed)
+    x = space.unit()
+    out = SearchResult(space)
+    done: dict[int, Evaluation] = {}
+
+    def visit(k: int) -> Evaluation:
+        if k not in done:
+            done[k] = evaluate(space.points[k])
+            out.evaluations.append(done[k])
+            out.predicted.append(None)
+        return done[k]
+
+    order = np.argsort(space.uops, kind="stable")
+    here = int(order[len(order) // 2])
+    current = visit(here)
+    budget = min(budget, len(space))
+    steps = 0
+    while len(done) < budget and steps < 20 * budget:
+        if deadline is not None and out.feasible and time.perf_counter() > deadline:
+            out.complete = False
+            break
+        steps += 1
+        temp = t_start * (t_end / t_start) ** (len(done) / max(1, budget - 1))
+        dist = np.abs(x - x[here]).sum(axis=1)
+        near = np.argsort(dist, kind="stable")[1 : neighbours + 1]
+        k = int(rng.choice(near))
+        cand = visit(k)
+        if not cand.feasible or cand.makespan is None:
+            continue
+        if not current.feasible or current.makespan is None:
+            here, current = k, cand
+            continue
+        worse = (cand.makespan - current.makespan) / current.makespan
+        if worse <= 0 or rng.random() < math.exp(-worse / temp):
+            here, current = k, cand
+    return out
