@@ -28,14 +28,16 @@ needs_shared = pytest.mark.skipif(
 )
 
 
-def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
-    """Run ``npusched ARGS`` as a user would, in a subprocess, capturing its output."""
+def run_cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
+    """Run ``npusched ARGS`` as a user would, in a subprocess, capturing its output; ``env``
+    adds environment variables."""
     return subprocess.run(
         [sys.executable, "-m", "npusched", *map(str, args)],
         capture_output=True,
         text=True,
         cwd=cwd,
         timeout=300,
+        env=None if env is None else {**os.environ, **env},
     )
 
 

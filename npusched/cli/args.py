@@ -197,6 +197,13 @@ def machine_options(parser: argparse.ArgumentParser) -> None:
         "(ZigZag's temporal-mapping search, cached on disk; pip install 'npusched[zigzag]') or "
         "compute (PE-array steps only; the compute-only machine's default)",
     )
+    parser.add_argument(
+        "--zigzag-time-limit",
+        type=positive_float,
+        default=120.0,
+        help="seconds per ZigZag call (default 120); a tile past it takes the analytic latency, "
+        "and the instance's source says which (cost_fallbacks)",
+    )
 
 
 def cost_name(args: argparse.Namespace) -> str:
@@ -204,4 +211,14 @@ def cost_name(args: argparse.Namespace) -> str:
     if args.cost is not None:
         return str(args.cost)
     return "analytic" if args.machine == "routed" else "compute"
+
+
+def cost_model_of(args: argparse.Namespace, arch: Any) -> Any:
+    """The cost model of ``--cost`` (and ``--zigzag-time-limit``) for ``arch``."""
+    from npusched.costmodel import cost_model
+
+    name = cost_name(args)
+    if name == "zigzag":
+        return cost_model(name, arch, time_limit=args.zigzag_time_limit)
+    return cost_model(name, arch)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from npusched.cli.args import (
-    cost_name,
+    cost_model_of,
     executor_spec,
     machine_options,
     output_dir,
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             net, arch, args.budget, args.objective, args.inner, limit,
             args.final_time_limit, args.seed, args.threads, args.q, executor,
             first=tuple(args.s or ()), max_uops=cap, machine=args.machine,
-            cost=cost_name(args),
+            cost=cost_model_of(args, arch),
         )  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     write_instance(orch.instance, out / "instance.json")
@@ -151,8 +151,10 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--budget", type=positive_int, default=50, help="evaluations (default 50)")
     o.add_argument("--objective", choices=["entropy", "makespan"], default="entropy",
                    help="entropy: Klotski eq. 3 (alpha = mean μop latency); makespan")  # fmt: skip
-    o.add_argument("--inner", choices=["list", "twostage", "joint"], default="list",
-                   help="scheduler inside the loop (exact ones only on small cases)")  # fmt: skip
+    o.add_argument("--inner", choices=["list", "atomic", "best", "twostage", "joint"],
+                   default="list", help="scheduler inside the loop: list (default), atomic "
+                   "(baseline 2's plan), best (the shorter of the two), or an exact one (small "
+                   "cases only)")  # fmt: skip
     o.add_argument("--time-limit", type=positive_float,
                    help="seconds for the whole command, files and figures included; a run "
                    "stopped by it reports its best so far, marked incomplete (it always "

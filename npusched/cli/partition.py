@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from npusched.cli.args import cost_name, flag, machine_options, output_file
+from npusched.cli.args import cost_model_of, flag, machine_options, output_file
 
 
 def ints(text: str, n: int, what: str) -> tuple[int, ...]:
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         loop_order=args.loop_order,
         align=not args.no_align,
         machine=args.machine,
-        cost=cost_name(args),
+        cost=cost_model_of(args, arch),
     )
     write_instance(inst, args.output)
     print(
@@ -49,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
         f"({net.name}, {arch.name}, {args.scheme}; {args.machine} machine, "
         f"{inst.source['cost']} costs)"
     )
+    if fallbacks := inst.source.get("cost_fallbacks"):
+        print(f"  {len(fallbacks)} tile shapes took the analytic latency instead: "
+              f"{fallbacks[0]}{' ...' if len(fallbacks) > 1 else ''}")  # fmt: skip
     return 0
 
 

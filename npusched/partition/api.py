@@ -116,6 +116,7 @@ def partition_network(
         cost = "compute"
     model = cost_model(cost, arch) if isinstance(cost, str) else cost
     latency = latency_table(layout, arch.cores, model)
+    fallbacks = getattr(model, "fallbacks", [])
     source: dict[str, Any] = {
         "scheme": scheme,
         "arch": arch.name,
@@ -128,6 +129,10 @@ def partition_network(
         "machine": machine,
         "cost": model.name,
     }
+    if fallbacks:  # tiles the cost model could not cost (ZigZag past its time limit)
+        source["cost_fallbacks"] = [f"{shape.kind} K{shape.K} C{shape.C} {shape.OY}x{shape.OX}"
+                                    f" F{shape.FY}x{shape.FX}: {why}"
+                                    for shape, why in fallbacks]  # fmt: skip
     name = f"{net.name}_{arch.name}_{scheme}"
     if machine == "compute-only":
         acc = Accelerator.from_arch(arch)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npusched.arch.model import Arch
-from npusched.costmodel import cost_model
+from npusched.costmodel import CostModel, cost_model
 from npusched.methods import solve
 from npusched.methods.registry import applicable
 from npusched.partition.api import partition_network
@@ -189,23 +189,29 @@ def orchestrate(
     first: tuple[Shape4, ...] = (),
     max_uops: int | None = MAX_UOPS,
     machine: str = "routed",
-    cost: str = "analytic",
+    cost: str | CostModel = "analytic",
+    final_share: float = 0.3,
 ) -> Orchestration:
     """Steps 1–2 of the module docstring. ``time_limit`` bounds the whole run; ``first`` are
     shapes to evaluate before the Sobol points (a ValueError if one is outside the space);
     ``machine`` and ``cost`` as in :func:`~npusched.partition.api.partition_network` (one cost
-    model serves every evaluation of a process, so shapes are costed once)."""
+    model serves every evaluation of a process, so shapes are costed once). With a
+    ``time_limit`` the search ends by ``1 - final_share`` of it, so the final stages get at
+    least the rest."""
+    if not 0 <= final_share < 1:
+        raise ValueError(f"final_share must be in [0, 1), got {final_share}")
     if inner not in INNER:
         raise ValueError(f"unknown inner method {inner!r}; choose from {', '.join(INNER)}")
     t0 = time.perf_counter()
     space = DesignSpace.build(net, arch, max_uops)
     starts = [space.locate(net, arch, s) for s in first]
-    model = cost_model(cost, arch)
+    model = cost_model(cost, arch) if isinstance(cost, str) else cost
     run = functools.partial(evaluate, net, arch, objective=objective, method=inner,
                             time_limit=final_time_limit, threads=threads, seed=seed,
                             machine=machine, cost=model)  # fmt: skip
     deadline = None if time_limit is None else t0 + time_limit
-    found = bayes_search(space, run, budget, seed=seed, deadline=deadline, progress=progress,
+    search_end = None if time_limit is None else t0 + (1 - final_share) * time_limit
+    found = bayes_search(space, run, budget, seed=seed, deadline=search_end, progress=progress,
                          q=q, executor=executor, first=starts)  # fmt: skip
     best = found.best
     # rebuilt: evaluations stay light

@@ -86,7 +86,6 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -113,17 +112,27 @@ class MemoryDeadlock(RuntimeError):
     that may be evicted."""
 
 
-@dataclass
 class Profile:
     """Data resident on one core as a step function: ``level[j]`` from ``time[j]`` to
     ``time[j + 1]`` (0 before the first), with lifetimes still open counted for ever.
-    Times before ``floor`` are forgotten (no query reaches back there)."""
+    Times before ``floor`` are forgotten (no query reaches back there). The breakpoints live in
+    buffers that grow by doubling, so inserting one moves a slice instead of copying arrays."""
 
-    capacity: int
-    time: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
-    level: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
-    held: dict[int, int] = field(default_factory=dict)
-    open_bits: int = 0
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._t = np.zeros(64, dtype=np.int64)
+        self._l = np.zeros(64, dtype=np.int64)
+        self.lo, self.hi = 0, 1  # the live breakpoints are _t[lo:hi]
+        self.held: dict[int, int] = {}
+        self.open_bits = 0
+
+    @property
+    def time(self) -> np.ndarray:
+        return self._t[self.lo : self.hi]
+
+    @property
+    def level(self) -> np.ndarray:
+        return self._l[self.lo : self.hi]
 
     def earliest_fit(self, r: int, b: int) -> int | None:
         """The earliest ``t ≥ r`` from which ``b`` more bits fit at every later instant, or
@@ -134,19 +143,29 @@ class Profile:
         room = self.capacity - b
         if self.open_bits > room:
             return None
-        j = max(int(np.searchsorted(self.time, r, side="right")) - 1, 0)
-        suffix = np.maximum.accumulate(self.level[j:][::-1])[::-1]
+        time, level = self.time, self.level
+        j = max(int(np.searchsorted(time, r, side="right")) - 1, 0)
+        suffix = np.maximum.accumulate(level[j:][::-1])[::-1]
         k = int(np.argmax(suffix <= room))  # exists: the last level is the open bits
-        return r if k == 0 else int(self.time[j + k])
+        return r if k == 0 else int(time[j + k])
 
     def _shift(self, t: int, b: int) -> None:
         """Add ``b`` to the level from ``t`` on."""
-        t = max(t, int(self.time[0]))
-        j = int(np.searchsorted(self.time, t))
-        if j == self.time.size or self.time[j] != t:
-            self.time = np.insert(self.time, j, t)
-            self.level = np.insert(self.level, j, self.level[j - 1])
-        self.level[j:] += b
+        t = max(t, int(self._t[self.lo]))
+        j = self.lo + int(np.searchsorted(self.time, t))
+        if j == self.hi or self._t[j] != t:
+            if self.hi == self._t.size:  # full: move the live part to the front, or grow
+                live = self.hi - self.lo
+                size = self._t.size * (2 if 2 * live > self._t.size else 1)
+                t_new, l_new = np.zeros(size, np.int64), np.zeros(size, np.int64)
+                t_new[:live], l_new[:live] = self.time, self.level
+                self._t, self._l, j = t_new, l_new, j - self.lo
+                self.lo, self.hi = 0, live
+            self._t[j + 1 : self.hi + 1] = self._t[j : self.hi]
+            self._l[j + 1 : self.hi + 1] = self._l[j : self.hi]
+            self._t[j], self._l[j] = t, self._l[j - 1]
+            self.hi += 1
+        self._l[j : self.hi] += b
 
     def add(self, key: int, t: int, b: int) -> None:
         self._shift(t, b)
@@ -162,7 +181,7 @@ class Profile:
         """Keep the step function from ``t`` on only."""
         j = int(np.searchsorted(self.time, t, side="right")) - 1
         if j > 0:
-            self.time, self.level = self.time[j:], self.level[j:]
+            self.lo += j
 
 
 def _layers(inst: RoutedInstance) -> np.ndarray:

@@ -1,0 +1,60 @@
+"""The machine model from the command line: `partition --machine --cost`, the routed instance
+it writes solved and verified, ZigZag's fallback and its rejections as one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import ROOT, run_cli
+
+LENET = ["--network", "lenet", "--arch", "klotski-3x3", "--scheme", "klotski", "--s", "7,7,24,28"]
+
+
+def test_partition_writes_a_routed_instance_that_solves_and_verifies(tmp_path):
+    out = tmp_path / "i.json"
+    proc = run_cli("partition", *LENET, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "routed machine, analytic costs" in proc.stdout
+    data = json.loads(out.read_text())
+    assert data["topology"]["dram_core"] == 9 and len(data["memory_capacity"]) == 9
+    assert all("output" in u for u in data["uops"]) and data["dram_tensors"]
+    for method in ("list", "zigzag", "atomic"):
+        sol = tmp_path / f"{method}.json"
+        r = run_cli("solve", out, "--method", method, "--out", sol)
+        assert r.returncode == 0 and "verify=ok" in r.stdout, r.stdout + r.stderr
+        assert run_cli("verify", out, sol).returncode == 0
+    old = tmp_path / "old.json"
+    proc = run_cli("partition", *LENET, "--machine", "compute-only", "-o", old)
+    assert proc.returncode == 0 and "compute costs" in proc.stdout
+    assert "topology" not in json.loads(old.read_text())
+
+
+def test_zigzag_past_its_time_limit_falls_back_and_caches_nothing(tmp_path):
+    pytest.importorskip("zigzag", reason="the zigzag extra (pip install 'npusched[zigzag]')")
+    cache = tmp_path / "cache"
+    out = tmp_path / "z.json"
+    proc = run_cli("partition", *LENET, "--cost", "zigzag", "--zigzag-time-limit", "0.001",
+                   "-o", out, env={"NPUSCHED_CACHE": str(cache)})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "took the analytic latency instead" in proc.stdout
+    source = json.loads(out.read_text())["source"]
+    assert source["cost"] == "zigzag" and source["cost_fallbacks"]
+    assert "time limit" in source["cost_fallbacks"][0]
+    assert not list(cache.rglob("*.json")) and not list(cache.rglob("*.tmp"))
+
+
+def test_an_arch_zigzag_rejects_is_a_one_line_error_naming_the_field(tmp_path):
+    pytest.importorskip("zigzag", reason="the zigzag extra (pip install 'npusched[zigzag]')")
+    data = json.loads((ROOT / "npusched/arch/data/klotski-3x3.json").read_text())
+    for core in data["cores"]:
+        core["registers"]["W"]["bandwidth_bytes_per_cycle"] = 0.05
+    arch = tmp_path / "slow.json"
+    arch.write_text(json.dumps(data))
+    out = tmp_path / "x.json"
+    args = ["--network", "lenet", "--arch", arch, "--scheme", "klotski", "--s", "7,7,24,28"]
+    proc = run_cli("partition", *args, "--cost", "zigzag", "-o", out,
+                   env={"NPUSCHED_CACHE": str(tmp_path / "cache")})  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "cores/0/registers/W/bandwidth_bytes_per_cycle" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
