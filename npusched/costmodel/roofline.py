@@ -17,13 +17,18 @@ between SRAM and the registers is
 
 with :math:`|X|` the operand's elements and :math:`t_d` the loop's temporal count. Partial
 outputs are written back :math:`V_O` times (in partial-sum bytes, the last write in element
-bytes) and read back :math:`V_O - |O|` times. The tile's latency is the slowest of the compute
-(after filling the registers for the first steps, :math:`T_{fill}`) and the SRAM's two ports
-(and each register file's fill port):
+bytes) and read back :math:`V_O - |O|` times. A register file that cannot hold its operand's
+data of the tile is used either whole, its refills waited for (:math:`T_{stall} = (V_X - F_X)
+b_X / bw_{rd}`, :math:`F_X` the first fill: ZigZag's stall when a block does not fit a memory
+twice), or in two halves, the next block loading while the array uses the other (no wait, half
+the room): the cheaper of the two for each. The array also waits for the registers' first fill
+(:math:`T_{fill}`, each at its own port's rate). The tile's latency is the slowest of that and
+the SRAM's two ports (and each register file's fill port):
 
 .. math::
 
-    T = \max\Big(T_c + T_{fill},\ \frac{e (V_W + V_I) + p (V_O - |O|)}{bw_{rd}},\
+    T = \max\Big(T_c + T_{fill} + T_{stall},\
+        \frac{e (V_W + V_I) + p (V_O - |O|)}{bw_{rd}},\
         \frac{p (V_O - |O|) + e |O|}{bw_{wr}}\Big) .
 
 The order is the best of all orders of the four loop groups ``K``, ``C``, the output plane
