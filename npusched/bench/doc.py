@@ -6,17 +6,18 @@ import re
 from pathlib import Path
 
 
-def write_doc(path: Path, text: str) -> None:
-    """Replace the tables between the markers of ``path`` (or write them as the whole file)."""
-    block = f"<!-- tables -->\n{text}\n<!-- /tables -->"
+def write_doc(path: Path, text: str, block: str = "tables") -> None:
+    """Replace what stands between ``<!-- block -->`` and ``<!-- /block -->`` in ``path`` (or
+    append the block to it)."""
+    new_block = f"<!-- {block} -->\n{text}\n<!-- /{block} -->"
     old = path.read_text() if path.exists() else ""
-    pattern = re.compile(r"<!-- tables -->.*<!-- /tables -->", re.S)
-    new = pattern.sub(lambda _: block, old) if pattern.search(old) else old + block + "\n"
+    pattern = re.compile(rf"<!-- {re.escape(block)} -->.*<!-- /{re.escape(block)} -->", re.S)
+    new = pattern.sub(lambda _: new_block, old) if pattern.search(old) else old + new_block + "\n"
     path.write_text(new)
 
 
-def publish(text: str, doc: Path | None) -> None:
-    """Print ``text`` and, with ``doc``, write it into that file's tables block."""
+def publish(text: str, doc: Path | None, block: str = "tables") -> None:
+    """Print ``text`` and, with ``doc``, write it into that file's ``block``."""
     print(text)
     if doc:
-        write_doc(doc, text)
+        write_doc(doc, text, block)

@@ -30,11 +30,13 @@ import json
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from tabulate import tabulate
 
 from npusched.arch import flexer_arch_name, load_arch
+from npusched.bench.doc import publish
 from npusched.heuristics.flexer.search import layer_geometry, layer_problem, n_ops, run
 from npusched.methods.flexer import (
     LayerRuns,
@@ -290,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         "--limit", type=float, default=None, help="speed: seconds per search (default: none)"
     )
     ap.add_argument("--json", help="write the rows to this file")
+    ap.add_argument("--doc", type=Path, help="write the table into this Markdown file")
+    ap.add_argument("--block", default="tables", help="the file's block (<!-- BLOCK -->) to fill")
     args = ap.parse_args(argv)
     nets = [x.strip() for x in args.networks.split(",")]
     archs = [x.strip() for x in args.archs.split(",")]
@@ -306,9 +310,10 @@ def main(argv: list[str] | None = None) -> int:
         rows = bench_speed(nets[0], archs[0], args.workers, caps, args.limit, opts)
     else:
         rows = bench_offline(nets, archs, args.workers, opts, args.sample, args.time_limit)
-    print(f"\n{args.mode}: {len(rows)} rows in {time.perf_counter() - t0:.1f} s")
+    head = f"{args.mode}: {len(rows)} rows in {time.perf_counter() - t0:.1f} s (--cost {args.cost})"
     if rows:
-        print(tabulate(rows, headers="keys"))
+        publish(f"{head}\n\n{tabulate(rows, headers='keys', tablefmt='github')}", args.doc,
+                args.block)  # fmt: skip
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

@@ -194,7 +194,7 @@ def machine_options(parser: argparse.ArgumentParser) -> None:
         choices=["analytic", "zigzag", "compute"],
         default=None,
         help="intra-core latency: analytic (default: a roofline per memory level), zigzag "
-        "(ZigZag's temporal-mapping search, cached on disk; pip install 'npusched[zigzag]') or "
+        "(ZigZag's temporal-mapping search, cached on disk) or "
         "compute (PE-array steps only; the compute-only machine's default)",
     )
     parser.add_argument(

@@ -60,7 +60,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         choices=["analytic", "zigzag", "compute"],
         default="analytic",
         help="an operation's cycles: analytic (default: a roofline per memory level of the "
-        "NPU), zigzag (ZigZag's mapping search; pip install 'npusched[zigzag]') or compute (the "
+        "NPU), zigzag (ZigZag's mapping search) or compute (the "
         "PE array's steps alone, the model before)",
     )
     f.add_argument(

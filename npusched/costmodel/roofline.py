@@ -144,7 +144,7 @@ class Roofline:
         two halves (the next block loads while the array uses the other)."""
         options = []
         for x in ("W", "I", "O"):
-            rel = REL[x] if shape.kind == "conv" or x != "I" else (REL[x] - {"C"}) | {"K"}
+            rel = REL[x] if shape.kind != "dwconv" or x != "I" else (REL[x] - {"C"}) | {"K"}
             nbytes = self.psum if x == "O" else self.elem
             reg = core.registers.get(x)
             room = 0 if reg is None else reg.bytes // nbytes

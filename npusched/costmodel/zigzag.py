@@ -55,7 +55,7 @@ from npusched.costmodel.zigzag_input import (
     tile_text,
 )
 
-INSTALL_HINT = "pip install 'npusched[zigzag]'"
+INSTALL_HINT = "pip install 'zigzag-dse>=3.9,<3.10' six (npusched's own dependencies)"
 ENGINES = ("loma", "salsa")
 CACHE_FORMAT = "npusched/zigzag-cache/v1"
 FIELDS = (

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from conftest import ROOT, run_cli
 
 LENET = ["--network", "lenet", "--arch", "klotski-3x3", "--scheme", "klotski", "--s", "7,7,24,28"]
@@ -31,7 +30,6 @@ def test_partition_writes_a_routed_instance_that_solves_and_verifies(tmp_path):
 
 
 def test_zigzag_past_its_time_limit_falls_back_and_caches_nothing(tmp_path):
-    pytest.importorskip("zigzag", reason="the zigzag extra (pip install 'npusched[zigzag]')")
     cache = tmp_path / "cache"
     out = tmp_path / "z.json"
     proc = run_cli("partition", *LENET, "--cost", "zigzag", "--zigzag-time-limit", "0.001",
@@ -45,7 +43,6 @@ def test_zigzag_past_its_time_limit_falls_back_and_caches_nothing(tmp_path):
 
 
 def test_an_arch_zigzag_rejects_is_a_one_line_error_naming_the_field(tmp_path):
-    pytest.importorskip("zigzag", reason="the zigzag extra (pip install 'npusched[zigzag]')")
     data = json.loads((ROOT / "npusched/arch/data/klotski-3x3.json").read_text())
     for core in data["cores"]:
         core["registers"]["W"]["bandwidth_bytes_per_cycle"] = 0.05

@@ -10,16 +10,12 @@ from dataclasses import replace
 import pytest
 from conftest import SHARED, needs_shared
 
-zigzag = pytest.importorskip(
-    "zigzag", reason="zigzag-dse is not installed (pip install 'npusched[zigzag]')"
-)
-
-from npusched.arch import Register, load_arch  # noqa: E402
-from npusched.costmodel import TileShape, cost_model  # noqa: E402
-from npusched.costmodel import zigzag as zz  # noqa: E402
-from npusched.costmodel import zigzag_input as zi  # noqa: E402
-from npusched.costmodel.compute import split_unrolling  # noqa: E402
-from npusched.costmodel.roofline import Roofline  # noqa: E402
+from npusched.arch import Register, load_arch
+from npusched.costmodel import TileShape, cost_model
+from npusched.costmodel import zigzag as zz
+from npusched.costmodel import zigzag_input as zi
+from npusched.costmodel.compute import split_unrolling
+from npusched.costmodel.roofline import Roofline
 
 STREAM = load_arch("stream-hetero")
 TPU, SIMD = STREAM.cores[0], STREAM.cores[5]
@@ -394,7 +390,7 @@ def test_default_cache_dir(monkeypatch, tmp_path):
 
 def test_missing_zigzag_gives_the_install_hint(monkeypatch):
     monkeypatch.setitem(sys.modules, "zigzag", None)  # as if not installed
-    with pytest.raises(ImportError, match=r"pip install 'npusched\[zigzag\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'zigzag-dse"):
         cost_model("zigzag", STREAM)
 
 

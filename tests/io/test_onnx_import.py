@@ -2,7 +2,7 @@
 :mod:`onnx.helper` for each supported operator (shapes and MACs checked by hand), batch-norm
 folding, ``auto_pad``, the errors, a ResNet-18 built like torchvision's export compared with
 the zoo's ``resnet18``, weights stored as external data (read by their dims, the file deleted),
-and ZigZag's shipped ``zigzag/inputs/workload/*.onnx`` when ``zigzag-dse`` is installed."""
+and ZigZag's shipped ``zigzag/inputs/workload/*.onnx`` (``zigzag-dse`` is a dependency)."""
 
 from __future__ import annotations
 
@@ -849,9 +849,8 @@ def test_zigzag_shipped_workloads() -> None:
     to ``*.external`` files it does not ship. Every CNN among them is read; those the zoo also has
     match it (ResNet-18: 1,814,073,344 MACs; the convs carry the bias of the BN folded at export,
     4,800 parameters more than the zoo's)."""
-    zigzag = pytest.importorskip(
-        "zigzag", reason="zigzag-dse is not installed: no shipped ONNX workloads to read"
-    )
+    import zigzag  # a dependency of npusched
+
     folder = Path(zigzag.__file__).parent / "inputs" / "workload"
     files = sorted(folder.glob("*.onnx"))
     cnns = [
