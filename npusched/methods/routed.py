@@ -120,6 +120,7 @@ def run_lns(instance: RoutedInstance, backend: str, params: LnsParams, ctx: Cont
     μops (by start) and the transfers timed among them, keep what starts before, shift what
     starts after by one ``δ ≤ 0`` (:meth:`RoutedModel.neighbourhood`), re-solve for ``step``
     seconds, keep an improvement, move the block on (at random, seeded); until the time limit.
+    On an instance with a free allocation (a partition) the warm start's allocation is kept.
     The bound is the instance's (a neighbourhood's bound bounds nothing globally)."""
     return bounded("lns", "cpsat", ctx, lambda c: _lns_answer(instance, params, c))
 
@@ -128,7 +129,10 @@ def _lns_answer(instance: RoutedInstance, params: LnsParams, ctx: Context) -> Re
     from npusched.solvers.cpsat import run_cpsat
 
     best: RoutedSchedule = ctx.warm_start
-    model = RoutedModel(instance, best.makespan(instance))
+    # a free allocation (a partition's) keeps the warm start's: neighbourhoods re-time, the
+    # schedules stay the free instance's, and its bound is reported
+    fixed = instance if instance.fixed_allocation else instance.restricted(best.core)
+    model = RoutedModel(fixed, best.makespan(instance))
     rng = np.random.default_rng(ctx.seed)
     n, size = instance.n, min(params.window, instance.n)
     rounds = improved = 0
@@ -161,9 +165,7 @@ def _lns_answer(instance: RoutedInstance, params: LnsParams, ctx: Context) -> Re
 
 
 def _lns_applies(problem: Any) -> str | None:
-    if not isinstance(problem, RoutedInstance):
-        return "it solves routed instances"
-    return None if problem.fixed_allocation else "it needs a fixed allocation"
+    return None if isinstance(problem, RoutedInstance) else "it solves routed instances"
 
 
 def _lns_warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
@@ -184,7 +186,8 @@ register(
         ("cpsat",),
         run_lns,
         "large-neighbourhood search on the routed CP-SAT model (memory included): a block of "
-        "consecutive μops re-solved at a time, the rest fixed or shifted; fixed allocation",
+        "consecutive μops re-solved at a time, the rest fixed or shifted; on the warm start's "
+        "allocation",
         params=LnsParams,
         applies=_lns_applies,
         prepare=_lns_warm_start,

@@ -11,6 +11,8 @@ LENET = ["--network", "lenet", "--arch", "klotski-3x3", "--scheme", "klotski", "
 
 
 def test_partition_writes_a_routed_instance_that_solves_and_verifies(tmp_path):
+    """The routed partition's instance (links, DRAM, memories, outputs) is solved by the list,
+    both Klotski baselines and lns (on the list's allocation), each verified."""
     out = tmp_path / "i.json"
     proc = run_cli("partition", *LENET, "-o", out)
     assert proc.returncode == 0, proc.stderr
@@ -18,9 +20,9 @@ def test_partition_writes_a_routed_instance_that_solves_and_verifies(tmp_path):
     data = json.loads(out.read_text())
     assert data["topology"]["dram_core"] == 9 and len(data["memory_capacity"]) == 9
     assert all("output" in u for u in data["uops"]) and data["dram_tensors"]
-    for method in ("list", "zigzag", "atomic"):
-        sol = tmp_path / f"{method}.json"
-        r = run_cli("solve", out, "--method", method, "--out", sol)
+    for method in ("list", "zigzag", "atomic", "lns"):
+        sol, extra = tmp_path / f"{method}.json", ["--time-limit", "4"] if method == "lns" else []
+        r = run_cli("solve", out, "--method", method, *extra, "--out", sol)
         assert r.returncode == 0 and "verify=ok" in r.stdout, r.stdout + r.stderr
         assert run_cli("verify", out, sol).returncode == 0
     old = tmp_path / "old.json"

@@ -63,10 +63,13 @@ def test_lns_answers_verify_and_never_lose_the_warm_start(n, window):
     assert res.stats["neighbourhoods"] >= 1 or res.objective == res.bound  # none when optimal
 
 
-def test_lns_refuses_free_allocations_and_bad_options():
+def test_lns_keeps_a_free_instance_s_warm_start_allocation_and_refuses_bad_options():
     inst = _chain_of_pairs()
-    with pytest.raises(ValueError, match="fixed allocation"):
-        solve(replace(inst, allowed=None, capacity=None), "lns")
+    free = replace(inst, allowed=None, capacity=None)
+    warm = solve(free, "list").solution
+    res = solve(free, "lns", time_limit=5, warm_start=warm)
+    assert check(free, res.solution).ok and (res.solution.core == warm.core).all()
+    assert res.objective <= warm.makespan(free) and res.bound == free.lower_bound()
     with pytest.raises(ValueError, match="window"):
         solve(inst, "lns", window=0)
 
