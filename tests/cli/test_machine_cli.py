@@ -25,6 +25,12 @@ def test_partition_writes_a_routed_instance_that_solves_and_verifies(tmp_path):
         r = run_cli("solve", out, "--method", method, *extra, "--out", sol)
         assert r.returncode == 0 and "verify=ok" in r.stdout, r.stdout + r.stderr
         assert run_cli("verify", out, sol).returncode == 0
+    trace, trace_png = tmp_path / "t.json", tmp_path / "m.png"
+    r = run_cli("solve", out, "--method", "list", "--trace", trace, "--memory-trace", trace_png)
+    assert r.returncode == 0 and trace_png.stat().st_size > 0
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any("dram" in str(e.get("args", {})).lower() or "mc" in str(e.get("name", ""))
+               for e in events)  # fmt: skip
     old = tmp_path / "old.json"
     proc = run_cli("partition", *LENET, "--machine", "compute-only", "-o", old)
     assert proc.returncode == 0 and "compute costs" in proc.stdout
