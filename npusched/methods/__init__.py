@@ -4,7 +4,7 @@ Importing this package registers the methods of each decision (:mod:`.scheduling
 :mod:`.placement`); :data:`METHODS` lists them.
 """
 
-from npusched.methods import flexer, placement, scheduling, tiling
+from npusched.methods import flexer, lns, placement, scheduling, tiling
 from npusched.methods.registry import METHODS, Context, Method, NoParams, register, solve
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "Method",
     "NoParams",
     "flexer",
+    "lns",
     "placement",
     "register",
     "scheduling",

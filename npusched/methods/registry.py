@@ -204,6 +204,11 @@ def _resolve(problem: Any, method: str | None, backend: str | None) -> tuple[Met
     return meth, backend
 
 
+def _meets(objective: float | None, bound: float | None) -> bool:
+    """The objective reaches its bound (minimisation; both in the objective's units)."""
+    return objective is not None and bound is not None and objective <= bound + 1e-9
+
+
 def _type_names(types: type | tuple[type, ...]) -> str:
     return " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
 
@@ -294,6 +299,8 @@ def solve(
     lost = result.status in (Status.TIME_LIMIT_NO_SOLUTION, Status.ERROR)
     if lost and result.solution is None and ctx.warm_start is not None:
         result = _keep_warm_start(problem, result, ctx.warm_start)
+    if result.status is Status.FEASIBLE and _meets(result.objective, result.bound):
+        result.status = Status.OPTIMAL  # a solution at its proven bound is optimal
     result.runtime_s = time.perf_counter() - t0
     result.threads, result.seed, result.time_limit = threads, seed, time_limit
     if not result.trace and result.objective is not None:

@@ -1,12 +1,10 @@
 """Routed instances (Stream's hardware model) in :func:`npusched.solve`: their warm starts, with
-and without memory capacities, ``joint``'s CP-SAT model of them, and ``lns``, a large-
-neighbourhood search on that model."""
+and without memory capacities, and ``joint``'s CP-SAT model of them (``lns`` on that model:
+:mod:`npusched.methods.lns`)."""
 
 from __future__ import annotations
 
 import dataclasses
-import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,9 +13,9 @@ from npusched.formulations.scheduling.routed import RoutedModel
 from npusched.heuristics.scheduling.list_scheduling import Priority, list_schedule
 from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
-from npusched.methods.registry import Context, Method, bounded, register
+from npusched.methods.registry import Context, bounded
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
-from npusched.solvers.result import Result, Status, TracePoint
+from npusched.solvers.result import Result, Status
 
 
 def with_allocation(instance: RoutedInstance) -> RoutedInstance:
@@ -98,98 +96,3 @@ def without_eviction(instance: RoutedInstance, warm: RoutedSchedule, res: Result
         )  # fmt: skip
     status = Status.OPTIMAL if res.objective == lb else Status.FEASIBLE
     return dataclasses.replace(res, status=status, bound=lb, trace=trace, message=note)
-
-
-@dataclass(frozen=True)
-class LnsParams:
-    """``lns``: μops set free per neighbourhood (``window``, a block of consecutive starts) and
-    seconds per neighbourhood (``step``); ``priority`` of the warm start."""
-
-    window: int = 300
-    step: float = 5.0
-    priority: Priority = "blevel"
-
-    def __post_init__(self) -> None:
-        if self.window < 1 or not 0 < self.step < float("inf"):
-            raise ValueError("window must be at least 1 and step a positive number of seconds")
-
-
-def run_lns(instance: RoutedInstance, backend: str, params: LnsParams, ctx: Context) -> Result:
-    """Large-neighbourhood search on the routed CP-SAT model (with memory, when the instance has
-    capacities), for models too large to solve whole: free a block of ``window`` consecutive
-    μops (by start) and the transfers timed among them, keep what starts before, shift what
-    starts after by one ``δ ≤ 0`` (:meth:`RoutedModel.neighbourhood`), re-solve for ``step``
-    seconds, keep an improvement, move the block on (at random, seeded); until the time limit.
-    On an instance with a free allocation (a partition) the warm start's allocation is kept.
-    The bound is the instance's (a neighbourhood's bound bounds nothing globally)."""
-    return bounded("lns", "cpsat", ctx, lambda c: _lns_answer(instance, params, c))
-
-
-def _lns_answer(instance: RoutedInstance, params: LnsParams, ctx: Context) -> Result:
-    from npusched.solvers.cpsat import run_cpsat
-
-    best: RoutedSchedule = ctx.warm_start
-    # a free allocation (a partition's) keeps the warm start's: neighbourhoods re-time, the
-    # schedules stay the free instance's, and its bound is reported
-    fixed = instance if instance.fixed_allocation else instance.restricted(best.core)
-    model = RoutedModel(fixed, best.makespan(instance))
-    rng = np.random.default_rng(ctx.seed)
-    n, size = instance.n, min(params.window, instance.n)
-    rounds = improved = 0
-    trace = [TracePoint(0.0, best.makespan(instance), instance.lower_bound())]  # the warm start
-    t0 = time.perf_counter()
-    lb = instance.lower_bound()
-    while (ctx.remaining() or params.step) > 0.5 and best.makespan(instance) > lb:
-        order = np.argsort(best.start, kind="stable")
-        k = int(rng.integers(0, n - size + 1))
-        free = np.zeros(n, dtype=bool)
-        free[order[k : k + size]] = True
-        step = min(params.step, (ctx.remaining() or params.step) - 0.2)
-        kw: dict[str, Any] = dict(threads=ctx.threads, seed=ctx.seed + rounds, log=ctx.log)
-        status, solver, _ = run_cpsat(model.neighbourhood(best, free), time_limit=step, **kw)
-        rounds += 1
-        if status in (Status.OPTIMAL, Status.FEASIBLE):
-            cand = model.decode(solver)
-            if cand.makespan(instance) < best.makespan(instance):
-                best, improved = cand, improved + 1
-                trace.append(TracePoint(time.perf_counter() - t0, best.makespan(instance),
-                                        instance.lower_bound()))  # fmt: skip
-        if ctx.deadline is None and rounds >= n // size + 1:
-            break  # without a limit: about one pass over the schedule
-    ms = best.makespan(instance)
-    return Result(
-        Status.OPTIMAL if ms == lb else Status.FEASIBLE, "lns", "cpsat", ms, lb, solution=best,
-        trace=trace, stats={"neighbourhoods": rounds, "improvements": improved},
-        message="bound = the instance's lower_bound()",
-    )  # fmt: skip
-
-
-def _lns_applies(problem: Any) -> str | None:
-    return None if isinstance(problem, RoutedInstance) else "it solves routed instances"
-
-
-def _lns_warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
-    from npusched.verify import check
-
-    warm = ctx.warm_start
-    if warm is None:
-        warm = routed_warm_start(problem, params.priority)
-    elif not isinstance(warm, RoutedSchedule) or not check(problem, warm).ok:
-        raise ValueError("a routed warm start must be a feasible RoutedSchedule")
-    return dataclasses.replace(ctx, warm_start=warm)
-
-
-register(
-    Method(
-        "lns",
-        RoutedInstance,
-        ("cpsat",),
-        run_lns,
-        "large-neighbourhood search on the routed CP-SAT model (memory included): a block of "
-        "consecutive μops re-solved at a time, the rest fixed or shifted; on the warm start's "
-        "allocation",
-        params=LnsParams,
-        applies=_lns_applies,
-        prepare=_lns_warm_start,
-    )
-)

@@ -32,6 +32,9 @@ class JointModel:
         second step then fixes ``T`` and minimises ``C``: see :meth:`fix_makespan`).
     weighted
         NoC cost in bytes × hops instead of hops (eq. 14).
+    symmetry
+        Break the network's symmetry (:meth:`_symmetry`); off for large-neighbourhood search,
+        whose neighbourhoods fix cores of a given schedule.
     """
 
     PARAMETERS: dict[str, bool] = {"use_timetable_edge_finding_in_cumulative": True}
@@ -43,11 +46,13 @@ class JointModel:
         beta: float | None = None,
         weighted: bool = False,
         warm_cost: int = 0,
+        symmetry: bool = True,
     ) -> None:
         acc = instance.accelerator
         if acc.topology is None:
             raise ValueError("the joint model needs cores on a mesh or a hypercube")
         self.instance, self.beta, self.weighted = instance, beta, weighted
+        self.symmetric = symmetry and instance.identical_cores
         self.horizon = horizon + (int(beta * warm_cost) if beta else 0)
         self.model = cp_model.CpModel()
         self.xy = acc.coords()  # (m, D): (row, col) on a mesh, the bits on a hypercube
@@ -154,7 +159,9 @@ class JointModel:
             self.model.add(self.tmax >= e)
 
     def _lower_bounds(self) -> None:
-        """Redundant bounds: ``T ≥ s_i + tail_i``, ``m·T ≥ Σ_i d_i`` (transfers only add time)."""
+        """Redundant bounds: ``T ≥ s_i + tail_i``, ``m·T ≥ Σ_i d_i`` (transfers only add time),
+        and, on identical cores, the μops as one cumulative of capacity ``m`` (no more than
+        ``m`` run at once: the packing view, strong where the optimum leaves no core idle)."""
         inst, md = self.instance, self.model
         tail = inst.graph.tails(inst.min_duration)
         for i in range(inst.n):
@@ -163,6 +170,11 @@ class JointModel:
             int(inst.duration[i, k]) * self.y[i][k] for i in range(inst.n) for k in range(inst.m)
         ]
         md.add(inst.m * self.tmax >= sum(work))
+        if inst.identical_cores:
+            d = inst.duration[:, 0]
+            whole = [md.new_interval_var(self.start[i], int(d[i]), self.end[i], f"J{i}")
+                     for i in range(inst.n)]  # fmt: skip
+            md.add_cumulative(whole, [1] * inst.n, inst.m)
 
     def _symmetry(self) -> None:
         """Network symmetry (identical cores only): the first μop in topological order sits on
@@ -170,7 +182,7 @@ class JointModel:
         (:meth:`~npusched.problem.Accelerator.symmetries`: mesh flips and rotations, hypercube
         bit permutations and flips)."""
         inst = self.instance
-        if not inst.identical_cores:
+        if not self.symmetric:
             return
         sym = inst.accelerator.symmetries()
         first = int(inst.graph.topo[0])
@@ -203,7 +215,7 @@ class JointModel:
         inst, md = self.instance, self.model
         md.clear_hints()
         core = schedule.core
-        if inst.identical_cores:
+        if self.symmetric:
             first = int(inst.graph.topo[0])
             core = min(inst.accelerator.symmetries(), key=lambda g: int(g[core[first]]))[core]
         start = schedule.start
@@ -225,6 +237,35 @@ class JointModel:
             md.add_hint(h, int(diff[e].sum()))
             md.add_hint(leaves, int(diff[e].sum() > 0))
         md.add_hint(self.tmax, int(end.max(initial=0)))
+
+    def neighbourhood(self, sched: Schedule, free: np.ndarray) -> cp_model.CpModel:
+        """A copy of the model, hinted from ``sched``, where only the μops ``free`` (a boolean
+        mask) choose their core and start freely: every other μop keeps its core; those that
+        start before the first free one keep their start, and the later ones keep their order
+        on their core, their starts free (so the schedule after the free μops may close up).
+        ``sched`` itself is feasible in it. Needs a model built with ``symmetry=False``.
+
+        .. math:: s_i = \\bar s_i \\ (i \\notin F,\\ \\bar s_i < a), \\qquad
+                  y_{i \\bar k_i} = 1 \\ (i \\notin F), \\qquad
+                  s_j \\ge e_i \\ (i, j \\notin F \\text{ consecutive on a core}, \\bar s_i \\ge a)
+        """
+        if self.symmetric:
+            raise ValueError("a neighbourhood needs the model without symmetry breaking")
+        self.hint(sched)
+        md = self.model.clone()
+        free = np.asarray(free, dtype=bool)
+        a = int(sched.start[free].min()) if free.any() else int(sched.start.max()) + 1
+        fixed = np.flatnonzero(~free)
+        for i in fixed.tolist():
+            md.add(self.y[i][int(sched.core[i])] == 1)
+            if sched.start[i] < a:
+                md.add(self.start[i] == int(sched.start[i]))
+        tail = fixed[sched.start[fixed] >= a]
+        order = tail[np.lexsort((sched.start[tail], sched.core[tail]))]
+        for i, j in zip(order[:-1].tolist(), order[1:].tolist(), strict=True):
+            if sched.core[i] == sched.core[j]:
+                md.add(self.start[j] >= self.end[i])
+        return md
 
     def decode(self, solver: cp_model.CpSolver) -> Schedule:
         start = np.array([solver.value(s) for s in self.start], dtype=np.int64)

@@ -373,37 +373,54 @@ class RoutedModel:
                     m.add_hint(self.life[key], free)
         m.add_hint(self.T, sched.makespan(self.inst))
 
-    def neighbourhood(self, sched: RoutedSchedule, free: Any) -> Any:
+    def neighbourhood(self, sched: RoutedSchedule, free: Any, tail: str = "order") -> Any:
         """A copy of the model, hinted from ``sched``, where only the μops ``free`` (a boolean
         mask, a block of consecutive starts) and the transfers timed among them may move
-        freely: μops and transfers that start before the block keep their times, those after
-        it move together by one shift ``δ ≤ 0`` (LNS; ``sched`` itself is the solution with
-        ``δ = 0``, so the copy is feasible).
+        freely; μops and transfers that start before the block keep their times. Those after
+        it, with ``tail="order"``, keep their order on their core and on each link (bus) of
+        their route, their times free, so the rest of the schedule can close up; with
+        ``tail="shift"`` they move together by one shift ``δ ≤ 0``. ``sched`` itself is a
+        solution either way (LNS).
 
         .. math:: s_i = \\bar s_i \\ (\\bar s_i < a), \\qquad
-                  s_i = \\bar s_i + \\delta \\ (\\bar s_i \\ge b), \\qquad
-                  \\delta \\le 0
+                  s_j \\ge e_i \\ (i, j \\text{ consecutive after } a \\text{ on a core or link})
+                  \\ \\text{or}\\ s_i = \\bar s_i + \\delta,\\ \\delta \\le 0
         """
+        if tail not in ("order", "shift"):
+            raise ValueError(f"tail is 'order' or 'shift', not {tail!r}")
         inst = self.inst
         self.hint(sched)
         m = self.model.clone()
         free = np.asarray(free, dtype=bool)
         a, b = int(sched.start[free].min()), int(sched.start[free].max())
-        delta = m.new_int_var(-self.H, 0, "delta")
+        delta = m.new_int_var(-self.H, 0, "delta") if tail == "shift" else None
+        after: list[tuple[int, Any, Any, int]] = []  # (core or -1 - resource, start, end, time)
         for i in np.flatnonzero(~free).tolist():
             v = int(sched.start[i])
-            m.add(self.s[i] == (v if v < a else v + delta))
+            if v < a:
+                m.add(self.s[i] == v)
+            elif delta is not None:
+                m.add(self.s[i] == v + delta)
+            else:
+                after.append((int(sched.core[i]), self.s[i], self.e[i], v))
         tr = required_transfers(inst, sched.core)
         for t in range(tr.size):
             src, c = tr.key(t)
-            var = self.tstart[(src, -1 if src < 0 else int(sched.core[src]), c)]
-            v = int(sched.tstart[t])
+            key = (src, -1 if src < 0 else int(sched.core[src]), c)
+            var, v = self.tstart[key], int(sched.tstart[t])
             if v < 0:
                 continue  # replaced by a re-fetch in a schedule that evicts: left free
             if v < a:
                 m.add(var == v)
-            elif v > b:
+            elif v > b and delta is not None:
                 m.add(var == v + delta)
+            elif v > b:
+                for r in {int(inst.topology.resource_of[x]) for x in tr.route[t]}:
+                    after.append((-1 - r, var, var + self._cycles[key], v))
+        after.sort(key=lambda x: (x[0], x[3]))
+        for (w, _, end, _), (w2, start, _, _) in zip(after, after[1:], strict=False):
+            if w == w2:
+                m.add(start >= end)
         return m
 
     def decode(self, solver: Any) -> RoutedSchedule:

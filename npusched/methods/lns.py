@@ -1,0 +1,201 @@
+"""``lns``: large-neighbourhood search on the exact model of any instance with transfer delays —
+a scheduling instance on a mesh or hypercube (the joint model, Klotski eq. 15 with delays:
+:class:`~npusched.formulations.scheduling.joint.JointModel`) or a routed instance (links, DRAM,
+memories: :class:`~npusched.formulations.scheduling.routed.RoutedModel`) — for instances whose
+model is too large to solve whole.
+
+From the best list schedule (or a given warm start), each round frees a neighbourhood and
+re-solves it with CP-SAT for at most ``step`` seconds from the current schedule:
+
+- **time**: ``window`` μops consecutive by start (a random block);
+- **pair** (scheduling instances): the μops of two random cores in a random window of time,
+  about ``window`` of them, so that work can move between the two.
+
+Every other μop keeps its core; those before the neighbourhood keep their start, and the later
+ones keep their order on their core (and, on the routed model, the later transfers their order
+on each link), their times free, so the schedule after the neighbourhood can close up
+(:meth:`JointModel.neighbourhood`, :meth:`RoutedModel.neighbourhood`). On the routed model the
+allocation is the warm start's. An improvement is kept. The window grows by a
+quarter after a neighbourhood solved to optimality without an improvement and shrinks by a fifth
+after one that ran out of time, within ``[4, n]``. The search stops at the time limit or when the
+schedule meets the instance's lower bound, which proves it optimal. Its answer carries the
+anytime trace (every improvement) and, on stderr, a progress line.
+
+Large-neighbourhood search for scheduling: Shaw, "Using constraint programming and local search
+methods to solve vehicle routing problems", CP 1998 (the method); Godard, Laborie and Nuijten,
+"Randomized large neighborhood search for cumulative scheduling", ICAPS 2005 (time-window and
+resource neighbourhoods, the order kept outside them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from npusched.formulations.scheduling.joint import JointModel
+from npusched.formulations.scheduling.routed import RoutedModel
+from npusched.heuristics.scheduling.list_scheduling import Priority
+from npusched.methods.registry import METHODS, Context, Method, bounded, register
+from npusched.methods.routed import routed_warm_start
+from npusched.problem.scheduling.instance import SchedulingInstance
+from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
+from npusched.problem.scheduling.schedule import Schedule
+from npusched.solvers.result import Result, Status, TracePoint
+
+KINDS = ("time", "pair")
+
+
+@dataclass(frozen=True)
+class LnsParams:
+    """``lns``: μops freed per neighbourhood at first (``window``, adapted as it goes), seconds
+    per neighbourhood (``step``), the neighbourhoods taken in turn (``kinds``, comma separated:
+    ``time``, ``pair``), ``priority`` of the warm start, and ``progress`` (a line on stderr)."""
+
+    window: int = 30
+    step: float = 2.0
+    kinds: str = "time,pair"
+    priority: Priority = "blevel"
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        if self.window < 1 or not 0 < self.step < float("inf"):
+            raise ValueError("window must be at least 1 and step a positive number of seconds")
+        bad = set(self.kinds.split(",")) - set(KINDS)
+        if bad or not self.kinds:
+            raise ValueError(f"neighbourhood kinds are {', '.join(KINDS)}; got {self.kinds!r}")
+
+
+def run_lns(instance: Any, backend: str, params: LnsParams, ctx: Context) -> Result:
+    """The search of the module docstring within the time limit (in a forked process stopped at
+    it, :func:`bounded`; without a limit, about two passes over the schedule)."""
+    return bounded("lns", "cpsat", ctx, lambda c: _answer(instance, params, c))
+
+
+def _model(instance: Any, warm: Any) -> tuple[Any, Any]:
+    """The model the neighbourhoods are cut from, and the instance its schedules belong to."""
+    if isinstance(instance, RoutedInstance):
+        fixed = instance if instance.fixed_allocation else instance.restricted(warm.core)
+        return RoutedModel(fixed, warm.makespan(instance)), fixed
+    return JointModel(instance, warm.makespan(instance), symmetry=False), instance
+
+
+def _answer(instance: Any, params: LnsParams, ctx: Context) -> Result:
+    from npusched.solvers.cpsat import run_cpsat
+
+    best = ctx.warm_start
+    model, _ = _model(instance, best)
+    rng = np.random.default_rng(ctx.seed)
+    lb = instance.lower_bound()
+    kinds = ["time"] if isinstance(instance, RoutedInstance) else params.kinds.split(",")
+    size, rounds, improved, n = min(params.window, instance.n), 0, 0, instance.n
+    t0 = time.perf_counter()
+    trace = [TracePoint(0.0, best.makespan(instance), lb)]  # the warm start
+    bar = tqdm(total=None, disable=not params.progress, desc="lns", unit="nbhd", leave=False)
+    try:
+        while best.makespan(instance) > lb and (ctx.remaining() or params.step) > 0.5:
+            kind = kinds[rounds % len(kinds)]
+            if kind == "pair":
+                free = _pair(best, size, instance.m, rng)
+            else:
+                free = _window(best, size, rng)
+            step = min(params.step, (ctx.remaining() or params.step) - 0.2)
+            kw: dict[str, Any] = dict(threads=ctx.threads, seed=ctx.seed + rounds, log=ctx.log)
+            status, solver, _ = run_cpsat(model.neighbourhood(best, free), time_limit=step, **kw)
+            rounds += 1
+            better = False
+            if status in (Status.OPTIMAL, Status.FEASIBLE):
+                cand = model.decode(solver)
+                if cand.makespan(instance) < best.makespan(instance):
+                    best, improved, better = cand, improved + 1, True
+                    trace.append(TracePoint(time.perf_counter() - t0, best.makespan(instance),
+                                            lb))  # fmt: skip
+            if status is Status.OPTIMAL and not better:
+                size = min(n, int(size * 1.25) + 1)
+            elif status not in (Status.OPTIMAL, Status.FEASIBLE) or not better:
+                size = max(min(4, n), int(size * 0.8))
+            bar.update(1)
+            bar.set_postfix(best=best.makespan(instance), bound=lb, window=size)
+            if ctx.deadline is None and rounds >= 2 * (n // max(1, size) + 1):
+                break  # without a limit: about two passes over the schedule
+    finally:
+        bar.close()
+    ms = best.makespan(instance)
+    return Result(
+        Status.OPTIMAL if ms <= lb else Status.FEASIBLE, "lns", "cpsat", ms, lb, solution=best,
+        trace=trace, stats={"neighbourhoods": rounds, "improvements": improved, "window": size},
+        message="bound = the instance's lower_bound()",
+    )  # fmt: skip
+
+
+def _window(sched: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` μops consecutive by start, from a random one."""
+    n = sched.start.size
+    order = np.argsort(sched.start, kind="stable")
+    k = int(rng.integers(0, n - size + 1))
+    free = np.zeros(n, dtype=bool)
+    free[order[k : k + size]] = True
+    return free
+
+
+def _pair(sched: Any, size: int, m: int, rng: np.random.Generator) -> np.ndarray:
+    """The μops of two random cores in a window of time holding about ``size`` of them."""
+    if m < 2:
+        return _window(sched, size, rng)
+    a, b = rng.choice(m, size=2, replace=False)
+    on = np.flatnonzero((sched.core == a) | (sched.core == b))
+    free = np.zeros(sched.start.size, dtype=bool)
+    if on.size == 0:
+        return _window(sched, size, rng)
+    on = on[np.argsort(sched.start[on], kind="stable")]
+    k = int(rng.integers(0, max(1, on.size - size + 1)))
+    free[on[k : k + size]] = True
+    return free
+
+
+def _applies(problem: Any) -> str | None:
+    if isinstance(problem, RoutedInstance):
+        return None
+    acc = problem.accelerator
+    if acc.topology is None or not acc.has_comm_delays:
+        return "it needs transfer delays on a mesh or hypercube (or a routed instance)"
+    return None
+
+
+def _warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
+    """The given warm start, checked, or the best of the list heuristics that apply."""
+    from npusched.methods.registry import solve
+    from npusched.verify import check
+
+    warm = ctx.warm_start
+    if warm is not None:
+        kind = RoutedSchedule if isinstance(problem, RoutedInstance) else Schedule
+        if not isinstance(warm, kind) or not check(problem, warm).ok:
+            raise ValueError(f"an lns warm start must be a feasible {kind.__name__}")
+    elif isinstance(problem, RoutedInstance):
+        warm = routed_warm_start(problem, params.priority)
+    else:
+        lists = [m for m in ("list", "dls") if m in METHODS]
+        cands = [solve(problem, m, time_limit=None).solution for m in lists]
+        warm = min((c for c in cands if isinstance(c, Schedule)), key=lambda c: c.makespan(problem))
+    return dataclasses.replace(ctx, warm_start=warm)
+
+
+register(
+    Method(
+        "lns",
+        (SchedulingInstance, RoutedInstance),
+        ("cpsat",),
+        run_lns,
+        "large-neighbourhood search on the exact model of an instance with delays (joint on a "
+        "mesh or hypercube, routed with links and memory): windows by start or by a core pair "
+        "re-solved by CP-SAT, the rest fixed or closing up; stops at the lower bound",
+        params=LnsParams,
+        applies=_applies,
+        prepare=_warm_start,
+    )
+)
