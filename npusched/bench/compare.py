@@ -14,6 +14,7 @@ from typing import Any
 from tqdm import tqdm
 
 from npusched.common.executor import local_pool
+from npusched.common.jsonio import replacing
 
 COLUMNS = [
     "instance",
@@ -190,14 +191,10 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def write_csv(rows: list[dict[str, Any]], path: str | Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", newline="") as f:
+    with replacing(path) as tmp, open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS + ["message"], extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    os.replace(tmp, path)
 
 
 def summarize(rows: list[dict[str, Any]]) -> str:

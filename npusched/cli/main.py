@@ -21,6 +21,7 @@ from npusched.cli import (
 )
 from npusched.cli.args import MEMORY_HELP, memory_limit, memory_mb
 from npusched.common.errors import InputError
+from npusched.common.terminate import EXIT_CODE, Terminated, handle_sigterm
 
 VERBS = (
     convert, generate, solve, compare, partition, orchestrate, allocate, tile, flexer, info, verify,
@@ -40,7 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; bad input ends with one ``npusched: error:`` line and exit code 2."""
+    """Run the command line; bad input ends with one ``npusched: error:`` line and exit code 2.
+    Ctrl-C ends it with 130, SIGTERM (``timeout``, job schedulers) with 143, each after the
+    cleanup of every exit path: no temporary output is left (:mod:`npusched.common.terminate`)."""
+    with handle_sigterm():
+        try:
+            return _main(argv)
+        except Terminated:  # anywhere in _main, its handlers of other errors included
+            print("npusched: terminated", file=sys.stderr)
+            return EXIT_CODE
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     cap = limit_memory(args.memory_limit)
     out_of_memory = (

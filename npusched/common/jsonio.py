@@ -10,6 +10,8 @@ import os
 import sys
 import tempfile
 import zlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -94,36 +96,76 @@ def _finite(text: str) -> float:
 
 
 def write_json(path: str | Path, data: Any, indent: int | None = 1) -> None:
-    """Write ``data`` as JSON through a temporary file renamed into place: never half-written.
+    """Write ``data`` as JSON through a temporary file renamed into place (:func:`replacing`):
+    never half-written, and no temporary file left when the write is stopped.
 
     ``.json.gz`` is gzip-compressed. ``indent=None`` writes one line with C-speed encoding, for
     large documents (Python's encoder is pure Python when it indents). Integer numpy arrays in
     ``data`` (values of dictionaries) are written as JSON arrays in chunks, without building
     Python lists of their elements, so that large graphs take little extra memory."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     arrays: list[Any] = []
     text = json.dumps(_mark_arrays(data, arrays), indent=indent, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            out = (
-                gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=5, mtime=0)
-                if _is_gzip(path)
-                else raw
-            )
-            with out if out is not raw else contextlib.nullcontext():
-                pieces = text.split(_MARK)
-                out.write(pieces[0].encode())
-                for piece in pieces[1:]:
-                    index, rest = piece.split('"', 1)
-                    _write_array(out, arrays[int(index)])
-                    out.write(rest.encode())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a written file follows the umask
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with replacing(path) as tmp, open(tmp, "wb") as raw:
+        out = (
+            gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=5, mtime=0)
+            if _is_gzip(path)
+            else raw
+        )
+        with out if out is not raw else contextlib.nullcontext():
+            pieces = text.split(_MARK)
+            out.write(pieces[0].encode())
+            for piece in pieces[1:]:
+                index, rest = piece.split('"', 1)
+                _write_array(out, arrays[int(index)])
+                out.write(rest.encode())
+
+
+_PENDING: set[str] = set()
+"""Temporary files being written now (:func:`replacing`): what a run ended by force
+(``npusched.common.terminate``) removes."""
+
+_write_guard: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
+"""Wraps each write by :func:`replacing` (set by :func:`guard_writes`)."""
+
+
+def guard_writes(guard: Callable[[], AbstractContextManager[object]]) -> None:
+    """Wrap every later write by :func:`replacing` in ``guard()``:
+    :mod:`npusched.common.terminate` makes a forked process that writes end on SIGTERM only once
+    its temporary file is removed."""
+    global _write_guard
+    _write_guard = guard
+
+
+def remove_pending() -> None:
+    """Remove the temporary files being written now (a forced end's cleanup; thread-safe)."""
+    for tmp in list(_PENDING):
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def replacing(path: str | Path) -> Iterator[Path]:
+    """A temporary file beside ``path`` (``.NAME.XXXX.tmp``) to write, renamed to ``path`` when
+    the block ends, removed when it raises (Ctrl-C and SIGTERM included) or the run is ended by
+    force: ``path`` is written whole or not at all. Its folder is made if missing; the file
+    follows the umask. For :func:`write_json` and writers that take a file name (figures, CSV)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _write_guard():
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            _PENDING.add(tmp)
+            os.close(fd)
+            yield Path(tmp)
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600
+            os.replace(tmp, path)
+        except BaseException:  # also KeyboardInterrupt and SIGTERM (npusched.common.terminate)
+            with contextlib.suppress(FileNotFoundError):  # gone when it came after the rename
+                os.unlink(tmp)
+            raise
+        finally:
+            _PENDING.discard(tmp)
 
 
 def _umask() -> int:
