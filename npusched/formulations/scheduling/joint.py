@@ -160,8 +160,9 @@ class JointModel:
 
     def _lower_bounds(self) -> None:
         """Redundant bounds: ``T ≥ s_i + tail_i``, ``m·T ≥ Σ_i d_i`` (transfers only add time),
-        and, on identical cores, the μops as one cumulative of capacity ``m`` (no more than
-        ``m`` run at once: the packing view, strong where the optimum leaves no core idle)."""
+        ``T ≥`` each core's load, and, on identical cores, the μops as one cumulative of
+        capacity ``m`` (no more than ``m`` run at once: the packing view, strong where the
+        optimum leaves no core idle)."""
         inst, md = self.instance, self.model
         tail = inst.graph.tails(inst.min_duration)
         for i in range(inst.n):
@@ -170,6 +171,8 @@ class JointModel:
             int(inst.duration[i, k]) * self.y[i][k] for i in range(inst.n) for k in range(inst.m)
         ]
         md.add(inst.m * self.tmax >= sum(work))
+        for k in range(inst.m):  # each core's own load
+            md.add(self.tmax >= sum(int(inst.duration[i, k]) * self.y[i][k] for i in range(inst.n)))
         if inst.identical_cores:
             d = inst.duration[:, 0]
             whole = [md.new_interval_var(self.start[i], int(d[i]), self.end[i], f"J{i}")
