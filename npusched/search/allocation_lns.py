@@ -132,7 +132,10 @@ def _round(
     free = moving.copy()
     free[order[lo : lo + window]] = True
     status, solver, _ = run_cpsat(
-        model.neighbourhood(best, free, tail="shift"), time_limit=seconds, threads=threads, seed=seed
+        model.neighbourhood(best, free, tail="shift"),
+        time_limit=seconds,
+        threads=threads,
+        seed=seed,
     )
     if status in (Status.OPTIMAL, Status.FEASIBLE):
         return model.decode(solver)
