@@ -30,7 +30,12 @@ VERBS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of the whole command line: ``--version``, ``--memory-limit`` and one
+    subparser per verb of :data:`VERBS`."""
+    from npusched import __version__
+
     p = argparse.ArgumentParser(prog="npusched", description=__doc__)
+    p.add_argument("--version", action="version", version=f"npusched {__version__}")
     p.add_argument("--memory-limit", type=memory_mb, metavar="MB", help=MEMORY_HELP)
     sub = p.add_subparsers(dest="command", required=True)
     for verb in VERBS:
