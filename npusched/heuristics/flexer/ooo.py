@@ -18,6 +18,11 @@ Both run one engine, :class:`Engine`, that issues *operation sets* of up to ``n`
 4. frees the data no later operation uses: an input or weight when its last reader ends, an
    output tile after its write-back (only partial sums and outputs are written back).
 
+The engine records why each operation and transfer started when it did
+(:class:`~npusched.problem.flexer.layer.Waits`: operands' ready times, each transfer's earliest
+start per constraint), for both schedulers; :func:`~npusched.heuristics.flexer.explain.time_split`
+reads them to split the latency into compute, stalls and idle time.
+
 The OoO scheduler chooses each set from the ready operations (``MakeCombination`` and
 ``Get1stPrioritySet``): all sets of ``min(n, ready)`` operations from the first ``window`` ready
 operations in dataflow order, pruned to one set per *dataflow map* (§4.2: per data type, how
@@ -53,6 +58,7 @@ from npusched.problem.flexer.layer import (
     Residency,
     TiledConv,
     Transfer,
+    Waits,
     dram_cycles,
 )
 from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES, STATIONARITY
@@ -126,13 +132,25 @@ class Engine:
         self.start = np.zeros(p.n_ops, np.int64)
         self.end = np.zeros(p.n_ops, np.int64)
         self.order: list[tuple[int, ...]] = []
+        # why things waited (Waits): operands' ready times per op, constraints per transfer
+        self.waited: list[tuple[int, ...]] = [(0, 0, 0)] * p.n_ops
+        self.asked: list[tuple[int, int, int]] = []
 
     # ---- DRAM ----------------------------------------------------------------------------
 
-    def _book(self, kind: str, d: int, nbytes: int, earliest: int, dtype: str) -> int:
+    def _book(
+        self,
+        kind: str,
+        d: int,
+        nbytes: int,
+        earliest: int,
+        dtype: str,
+        asked: tuple[int, int, int] | None = None,
+    ) -> int:
         dur = dram_cycles(nbytes, self.bw)
         t = self.dram.first_free(earliest, dur)
         self.dram.add(t, dur)
+        self.asked.append(asked or (-1, -1, earliest))
         self.dram_busy += dur
         self.transfers.append(Transfer(kind, d, nbytes, t, t + dur, dtype))  # type: ignore[arg-type]
         if dtype == "psum" or (dtype != "output" and self.seen[d]):
@@ -144,10 +162,12 @@ class Engine:
         self.seen[d] = True
         return t + dur
 
-    def _load(self, d: int, earliest: int) -> None:
-        """Load ``d`` into its reserved block from ``earliest`` (and once it is in DRAM)."""
+    def _load(self, d: int, earliest: int, npu: int = -1) -> None:
+        """Load ``d`` into its reserved block, free from ``earliest``, once the NPU it runs on
+        is free at ``npu`` and ``d`` is in DRAM."""
         kind = ("input", "weight", "psum")[self.dtype[d]]
-        self.ready[d] = self._book("load", d, self.size[d], max(earliest, self.in_dram[d]), kind)
+        why = (npu, earliest, self.in_dram[d])
+        self.ready[d] = self._book("load", d, self.size[d], max(why), kind, why)
         self.res[d] = (self.res[d][0], self.transfers[-1].start)
 
     def _leave(self, d: int, at: int) -> None:
@@ -197,8 +217,9 @@ class Engine:
             k = min(range(self.n), key=self.npu_free.__getitem__)
             for d in self.opd[o]:  # lat(total) = lat(l) + lat(o): loads on the op's NPU time
                 if d in placed:
-                    self._load(d, max(placed.pop(d), self.npu_free[k]))
-            s = max(self.npu_free[k], *(self.ready[d] for d in self.opd[o]))
+                    self._load(d, placed.pop(d), self.npu_free[k])
+            self.waited[o] = ready = tuple(self.ready[d] for d in self.opd[o])
+            s = max(self.npu_free[k], *ready)
             e = s + self.lat[o]
             self.todo -= self.lat[o]
             self.npu[o], self.start[o], self.end[o], self.npu_free[k] = k, s, e, e
@@ -268,6 +289,10 @@ class Engine:
             residencies=self.residencies,
             order=self.order,
             method=method,
+            waits=Waits(
+                np.array(self.waited, np.int64).reshape(-1, 3),
+                np.array(self.asked, np.int64).reshape(-1, 3),
+            ),
         )
 
 

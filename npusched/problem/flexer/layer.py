@@ -11,7 +11,8 @@ precision when it ends).
 
 A :class:`FlexerSchedule` records everything a checker needs: the NPU and time of each
 operation, every DRAM transfer, and every *residency* — a data tile occupying the address range
-``[addr, addr + size)`` of the global buffer during ``[start, end)``.
+``[addr, addr + size)`` of the global buffer during ``[start, end)``; the schedulers add why
+each operation and transfer waited (:class:`Waits`).
 """
 
 from __future__ import annotations
@@ -170,6 +171,38 @@ class Residency:
     end: int
 
 
+@dataclass(frozen=True, eq=False)
+class Waits:
+    """Why each operation and transfer of a schedule started when it did, as the scheduler
+    saw it (what :func:`~npusched.heuristics.flexer.explain.time_split` reads).
+
+    Attributes
+    ----------
+    ready
+        ``(n_ops, 3)``: when each operand (IN, WT, OT) of each operation was on chip and valid
+        as the operation was placed; it starts at the latest of these and its NPU's free time.
+    asked
+        ``(n_transfers, 3)``, one row per :attr:`FlexerSchedule.transfers`: the earliest start
+        each constraint allowed — the NPU whose time a load runs on free (−1: none), the
+        load's block of the buffer free (−1 for write-backs), the data available (a partial
+        sum back in DRAM before its reload; a write-back's value computed). The transfer
+        starts in the DRAM channel's first idle gap from the latest of the three.
+
+    Raises
+    ------
+    ValueError
+        An array is not ``(rows, 3)``.
+    """
+
+    ready: IntArray
+    asked: IntArray
+
+    def __post_init__(self) -> None:
+        for name, a in (("ready", self.ready), ("asked", self.asked)):
+            if a.ndim != 2 or a.shape[1] != 3:
+                raise ValueError(f"waits.{name} must have 3 columns, got shape {a.shape}")
+
+
 @dataclass
 class FlexerSchedule:
     """A schedule of one :class:`TiledConv` on ``n_npus`` NPUs with a global buffer of
@@ -189,6 +222,7 @@ class FlexerSchedule:
     residencies: list[Residency]
     order: list[tuple[int, ...]]
     method: str = ""
+    waits: Waits | None = None  # recorded by the OoO and static schedulers
 
     @property
     def latency(self) -> int:
