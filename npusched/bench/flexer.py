@@ -18,6 +18,15 @@
 - ``offline``: for the best OoO schedule of sampled layers, its transferred bytes against the
   offline lower bound for the same operation order
   (:func:`~npusched.formulations.flexer.offline.offline_bound`); gap in %.
+- ``explain``: where the time goes (issue 25, item 1). For every layer, the best OoO and the
+  best static schedule's NPU cycles split into compute, load, spill and write-back stalls and
+  idle time by cause (:func:`~npusched.heuristics.flexer.explain.time_split`, in % of latency
+  × NPUs); the totals over the layers; and for each layer where OoO loses by the paper's metric
+  (latency × bytes) its cause: the latency and bytes ratios, the categories that grew most and
+  the data type moved most in excess. ``--plot`` draws a pair of stacked bars per layer
+  (:func:`~npusched.plot.flexer_explain.time_split_bars`).
+
+A network or architecture that does not exist is a one-line error, exit 2.
 
 ``--json FILE`` writes every row. Ratios are computed within one run.
 """
@@ -25,6 +34,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import itertools
 import json
 import sys
@@ -37,6 +47,9 @@ from tabulate import tabulate
 
 from npusched.arch import flexer_arch_name, load_arch
 from npusched.bench.doc import publish
+from npusched.common.errors import InputError
+from npusched.heuristics.flexer.explain import CATEGORIES, time_split
+from npusched.heuristics.flexer.ooo import DATAFLOWS, NoFit
 from npusched.heuristics.flexer.search import layer_geometry, layer_problem, n_ops, run
 from npusched.methods.flexer import (
     LayerRuns,
@@ -266,12 +279,183 @@ def bench_offline(
     return rows
 
 
+def _split_of(r: Any) -> tuple[FlexerSchedule, dict[str, int]] | None:
+    """A layer search's best schedule and its time split (``None`` without a schedule)."""
+    if r is None or not isinstance(r.solution, FlexerSchedule):
+        return None
+    return r.solution, time_split(r.solution)
+
+
+def _pct(split: dict[str, int], total: int) -> dict[str, float]:
+    return {c: round(100 * split[c] / total, 1) if total else 0.0 for c in CATEGORIES}
+
+
+def loss_cause(o: FlexerSchedule, so: dict[str, int], st: FlexerSchedule, ss: dict[str, int]):
+    """Why OoO's schedule ``o`` (split ``so``) is worse than the static ``st`` (``ss``) by
+    latency × bytes: ``(group, text)``. The group is the larger factor of the metric — latency
+    with the category that grew most, or bytes with the data type moved most in excess. The text
+    gives both ratios, the two categories that grew most (NPU cycles / NPUs, in % of the static
+    latency) and the data type moved most in excess."""
+    n = o.n_npus
+    lat, nb = o.latency / st.latency, o.transfer_bytes / st.transfer_bytes
+    grew = sorted(((so[c] - ss[c]) / n, c) for c in CATEGORIES)[::-1]
+    bo, bs = o.bytes_by_type(), st.bytes_by_type()
+    extra = max(bo, key=lambda k: bo[k] - bs[k])
+    parts = [f"{c} {d / st.latency:+.1%}" for d, c in grew[:2] if d > 0]
+    text = f"latency x{lat:.3f} ({', '.join(parts) or 'no category grew'}); bytes x{nb:.3f}"
+    if bo[extra] > bs[extra]:
+        text += f" ({extra} +{(bo[extra] - bs[extra]) / 1024:.0f} KiB)"
+    if lat >= nb and grew[0][0] > 0:
+        return f"latency: {grew[0][1]}", text
+    return (f"bytes: {extra}" if nb > 1 else f"latency: {grew[0][1]}"), text
+
+
+def _explain_row(name: str, a: str, layer: str, kind: str, r: Any, got: Any) -> dict:
+    """One row of the ``explain`` table: a layer's schedule, its figures and its split in %."""
+    sched, split = got
+    f = figures(r)
+    assert f is not None
+    return {
+        "network": name,
+        "arch": a,
+        "layer": layer,
+        "scheduler": kind,
+        "tiling": "x".join(map(str, f["tiling"])),
+        "latency": sched.latency,
+        "KiB": round(sched.transfer_bytes / 1024),
+        **_pct(split, sched.latency * sched.n_npus),
+        "cycles": split,
+    }
+
+
+def _same_tiling(net: Network, layer_name: str, s: Any, st: FlexerSchedule, ss: dict[str, int]):
+    """OoO (the best of its dataflows by the metric) on the static schedule's tiling, against
+    that static schedule: ``(metric ratio, cause text)``, or ``None`` when nothing fits."""
+    layer = next(ly for ly in net.layers if ly.name == layer_name)
+    p = layer_problem(net, layer, st.problem.tiles, s)
+    best: FlexerSchedule | None = None
+    for df in DATAFLOWS:
+        try:
+            o = run(p, s, "ooo", df)
+        except NoFit:
+            continue
+        if best is None or o.metric() < best.metric():
+            best = o
+    if best is None:
+        return None
+    return best.metric() / st.metric(), loss_cause(best, time_split(best), st, ss)[1]
+
+
+def bench_explain(
+    nets: list[str], archs: list[str], workers: int, opts: Options, plot: str | None
+) -> list[dict]:
+    """The ``explain`` mode (module notes): prints the per-layer and total tables and the
+    causes; returns one row per layer × scheduler (an OoO row that loses carries its cause,
+    and OoO's metric ratio and cause on the static schedule's tiling)."""
+    rows: list[dict] = []
+    for name, a in itertools.product(nets, archs):
+        net = load_network(name)
+        res = search_network(net, load_arch(flexer_arch_name(a)), workers=workers, **opts)
+        layers, causes, seen = [], [], {}
+        tot = {k: dict.fromkeys(CATEGORIES, 0) for k in ("ooo", "static")}
+        for r in res.layers:
+            got = {"ooo": _split_of(r.ooo), "static": _split_of(r.static)}
+            for kind, g in got.items():
+                if g is not None:
+                    rows.append(_explain_row(name, a, r.name, kind, getattr(r, kind), g))
+            if got["ooo"] is None or got["static"] is None:
+                continue
+            (o, so), (st, ss) = got["ooo"], got["static"]
+            for kind, sp in (("ooo", so), ("static", ss)):
+                for c in CATEGORIES:
+                    tot[kind][c] += sp[c]
+            lose = o.metric() > st.metric()
+            layers.append((r.name, so, ss, lose))
+            if lose:
+                group, text = loss_cause(o, so, st, ss)
+                key = (st.problem.name, st.problem.tiles, st.latency, st.transfer_bytes)
+                if key not in seen:
+                    seen[key] = _same_tiling(net, r.name, res.settings, st, ss)
+                same = seen[key]
+                cause = {
+                    "layer": r.name,
+                    "metric_ratio": round(o.metric() / st.metric(), 3),
+                    "group": group,
+                    "cause": text,
+                    "same_tiling_ratio": None if same is None else round(same[0], 3),
+                    "same_tiling_cause": None if same is None else same[1],
+                }
+                causes.append(cause)
+                rows[-2] |= {k: v for k, v in cause.items() if k != "layer"}
+        _print_explain(name, a, rows, tot, causes, len(layers))
+        if plot and layers:
+            _draw(plot, name, a, layers, res.settings.n_npus, len(nets) * len(archs) > 1)
+    return rows
+
+
+def _print_explain(
+    name: str,
+    arch: str,
+    rows: list[dict],
+    tot: dict[str, dict[str, int]],
+    causes: list[dict],
+    compared: int,
+) -> None:
+    """The per-layer table, the totals and the layers where OoO loses, with their causes."""
+    hide = {"network", "arch", "cycles", "metric_ratio", "group", "cause"}
+    hide |= {"same_tiling_ratio", "same_tiling_cause"}
+    mine = [r for r in rows if (r["network"], r["arch"]) == (name, arch)]
+    print(f"{name} on {arch}: % of latency x NPUs per layer and scheduler")
+    table = [{k: v for k, v in r.items() if k not in hide} for r in mine]
+    print(tabulate(table, headers="keys", tablefmt="github"))
+    total = [
+        {"scheduler": k, "NPU cycles": sum(v.values()), **_pct(v, sum(v.values()))}
+        for k, v in tot.items()
+    ]
+    print(f"\ntotal over the {compared} layers both schedulers scheduled (% of NPU cycles)")
+    print(tabulate(total, headers="keys", tablefmt="github"))
+    groups: dict[str, int] = {}
+    for c in causes:
+        groups[c["group"]] = groups.get(c["group"], 0) + 1
+    ranked = sorted(groups.items(), key=lambda x: -x[1])
+    summary = ", ".join(f"{g} {k}" for g, k in ranked)
+    print(f"\nOoO loses by latency x bytes on {len(causes)} of {compared} layers: {summary}")
+    if causes:
+        print(tabulate(causes, headers="keys", tablefmt="github"))
+    print(flush=True)
+
+
+def _draw(plot: str, name: str, arch: str, layers: list[Any], n: int, many: bool) -> None:
+    """The stacked bars of :mod:`npusched.plot.flexer_explain`. ``plot`` and ``bench`` are
+    independent layers of the import contract, so the plot module is looked up at run time."""
+    path = Path(plot)
+    if many:
+        path = path.with_name(f"{path.stem}-{name}-{arch}{path.suffix or '.png'}")
+    bars = importlib.import_module("npusched.plot.flexer_explain")
+    labels, ooo, static, losing = zip(*layers, strict=True)
+    title = f"{name} on {arch}: OoO (left) and best static order (right, hatched)"
+    bars.time_split_bars(labels, ooo, static, n, path, title=title, losing=losing)
+    print(f"wrote {path}")
+
+
+def _check_inputs(nets: list[str], archs: list[str]) -> str | None:
+    """A one-line message for the first network or architecture that does not exist."""
+    try:
+        for name in nets:
+            load_network(name)
+        for a in archs:
+            load_arch(flexer_arch_name(a))
+    except (InputError, ValueError) as e:
+        return str(e).splitlines()[0]
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m npusched.bench.flexer", description=__doc__)
-    modes = ["search", "ablation", "offline", "speed", "optimal"]
+    modes = ["search", "ablation", "offline", "speed", "optimal", "explain"]
     ap.add_argument("mode", nargs="?", default="search", choices=modes)
-    ap.add_argument("--networks", default="vgg16,resnet50")
-    ap.add_argument("--archs", default=",".join(f"arch{i}" for i in range(1, 9)))
+    ap.add_argument("--networks", "--network", default="vgg16,resnet50")
+    ap.add_argument("--archs", "--arch", default=",".join(f"arch{i}" for i in range(1, 9)))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--max-ops", type=int, default=256, help="operations per tiling (0: all)")
     ap.add_argument(
@@ -291,6 +475,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--limit", type=float, default=None, help="speed: seconds per search (default: none)"
     )
+    ap.add_argument(
+        "--plot",
+        default="flexer-explain.png",
+        help="explain: the stacked bars' PNG ('' for none; -NETWORK-ARCH added for several)",
+    )
     ap.add_argument("--json", help="write the rows to this file")
     ap.add_argument("--doc", type=Path, help="write the table into this Markdown file")
     ap.add_argument("--block", default="tables", help="the file's block (<!-- BLOCK -->) to fill")
@@ -298,9 +487,19 @@ def main(argv: list[str] | None = None) -> int:
     nets = [x.strip() for x in args.networks.split(",")]
     archs = [x.strip() for x in args.archs.split(",")]
     opts: Options = {"max_ops": args.max_ops, "fill_drain": args.fill_drain, "cost": args.cost}
+    bad = _check_inputs(nets, archs)
+    if bad:
+        print(f"error: {bad}", file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
+    if args.mode == "explain":
+        rows: list[Any] = bench_explain(nets, archs, args.workers, opts, args.plot)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(rows, fh, indent=1)
+        return 0
     if args.mode == "search":
-        rows: list[Any] = bench_search(nets, archs, args.workers, opts)
+        rows = bench_search(nets, archs, args.workers, opts)
     elif args.mode == "ablation":
         rows = bench_ablation(nets, archs, args.workers, opts)
     elif args.mode == "optimal":
