@@ -1,6 +1,6 @@
 """μop scheduling methods (Klotski Problem 2, eq. 15-19; Stream's routed transfers): ``list``,
-``etf``, ``timeindexed``, ``cpsat``, ``twostage``, ``joint``, ``zigzag``, ``zigzag-spread``,
-``atomic``.
+``etf``, ``dls``, ``timeindexed``, ``cpsat``, ``twostage``, ``joint``, ``zigzag``,
+``zigzag-spread``, ``atomic``.
 
 Every method but the heuristics starts from a warm start: the list schedule with the method's
 ``priority`` unless one is given (its makespan is the horizon of the ASAP/ALAP windows, as
@@ -22,6 +22,7 @@ from npusched.formulations.scheduling.intervals import IntervalModel
 from npusched.formulations.scheduling.joint import JointModel
 from npusched.formulations.scheduling.timeindexed import TimeIndexedModel
 from npusched.heuristics.scheduling.atomic import atomic_schedule
+from npusched.heuristics.scheduling.dls import SIGMA, dls_schedule, restarts_for
 from npusched.heuristics.scheduling.list_scheduling import (
     Priority,
     etf_schedule,
@@ -66,6 +67,28 @@ class ListParams:
     """
 
     priority: Priority = "blevel"
+
+
+@dataclass(frozen=True)
+class DlsParams:
+    """``dls``: dynamic level scheduling (Sih and Lee 1993) with insertion into idle gaps
+    (``insertion``) and ``restarts`` more runs on static levels perturbed by ``sigma`` (``None``:
+    8 up to 10 000 μops, none above), seeded by ``solve``'s ``seed``; see
+    :func:`~npusched.heuristics.scheduling.dls.dls_schedule`."""
+
+    insertion: bool = True
+    restarts: int | None = None
+    sigma: float = SIGMA
+
+    def __post_init__(self) -> None:
+        if self.restarts is not None and not 0 <= self.restarts <= MAX_RESTARTS:
+            raise ValueError(f"restarts must be between 0 and {MAX_RESTARTS}, got {self.restarts}")
+        if not 0 <= self.sigma <= 1:  # NaN fails too
+            raise ValueError(f"sigma must be between 0 and 1, got {self.sigma}")
+
+
+MAX_RESTARTS = 1000
+"""Most restarts ``dls`` takes (each is one more full run)."""
 
 
 @dataclass(frozen=True)
@@ -226,6 +249,20 @@ def _run_list(instance: Any, backend: str, params: ListParams, ctx: Context) -> 
 def _run_etf(instance: Any, backend: str, params: ListParams, ctx: Context) -> Result:
     result = heuristic_result("etf", instance, etf_schedule(instance, params.priority))
     result.stats["priority"] = str(params.priority)
+    return result
+
+
+def _run_dls(instance: Any, backend: str, params: DlsParams, ctx: Context) -> Result:
+    sched = dls_schedule(
+        instance,
+        insertion=params.insertion,
+        restarts=params.restarts,
+        sigma=params.sigma,
+        seed=ctx.seed,
+    )
+    result = heuristic_result("dls", instance, sched)
+    restarts = restarts_for(instance.n, params.restarts)
+    result.stats.update(insertion=params.insertion, restarts=restarts, sigma=params.sigma)
     return result
 
 
@@ -481,6 +518,20 @@ register(
         _run_etf,
         "earliest-task-first list scheduling with NoC delays (Hwang et al. 1989; quadratic)",
         params=ListParams,
+        applies=_applies(comm_delays=True),
+        prepare=_check_given,
+    )
+)
+register(
+    Method(
+        "dls",
+        (SchedulingInstance,),
+        ("none",),
+        _run_dls,
+        "dynamic level scheduling with NoC delays (Sih and Lee 1993): the (ready μop, core) pair "
+        "of largest static level minus earliest start, exact with heaps per core (near-linear), "
+        "insertion into idle gaps, perturbed restarts",
+        params=DlsParams,
         applies=_applies(comm_delays=True),
         prepare=_check_given,
     )

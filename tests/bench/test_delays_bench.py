@@ -1,0 +1,54 @@
+"""``python -m npusched.bench.delays``: the gap tables on tiny generated graphs, the shared MSPCD
+rows and the growth columns of ``scaling`` (every schedule is verified inside the bench)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import SHARED, needs_shared
+
+from npusched.bench.delays import main
+
+METHODS = ("etf", "priority", "dls-append", "dls-1", "dls")
+
+
+def rows(out: str, first: str) -> list[list[str]]:
+    """The cells of the table rows of ``out`` whose first cell is ``first``."""
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in out.splitlines()]
+    return [c for c in cells if c and c[0] == first]
+
+
+def test_gaps_prints_a_row_per_size_processor_count_density_and_overall(capsys):
+    args = ["gaps", "--sizes", "50", "--procs", "4", "--densities", "50", "--restarts", "1"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    header = "| n | graphs | " + " | ".join(f"{m} gap %" for m in METHODS) + " |"
+    assert header in out and "| density | graphs |" in out
+    for first in ("50", "4"):  # the n table's row and the p table's row (both one graph)
+        assert any(r[1] == "1" for r in rows(out, first))
+    overall = rows(out, "all")
+    assert len(overall) == 3  # by n, by p, by density
+    for r in overall:
+        assert r[1] == "1" and len(r) == 2 + len(METHODS)
+        assert all(float(g) >= 0 for g in r[2:])  # no schedule beats the known optimum
+    times = rows(out, "50")[-1]  # the time table: n, mean edges, seconds per method
+    assert len(times) == 2 + len(METHODS) and int(times[1]) > 0
+
+
+@needs_shared
+@pytest.mark.skipif(not (SHARED / "mspcd").is_dir(), reason="no shared MSPCD files")
+def test_shared_prints_one_row_per_file(capsys):
+    assert main(["shared", "--restarts", "0"]) == 0
+    out = capsys.readouterr().out
+    files = sorted((SHARED / "mspcd").glob("ogra*.td"))
+    assert sum(line.startswith("| ogra") for line in out.splitlines()) == len(files)
+    gaps = rows(out, "mean gap %")[0][3:]
+    assert len(gaps) == len(METHODS) and all(float(g) >= 0 for g in gaps)
+
+
+def test_scaling_prints_growth_ratios(capsys):
+    assert main(["scaling", "--sizes", "200,400", "--mesh", "2x2"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 4  # header, rule, two sizes
+    cells = [c.strip() for c in lines[3].strip("|").split("|")]
+    assert float(cells[6]) > 0 and float(cells[7]) > 1  # time ratio, n ratio
+    assert float(cells[12]) > 0  # DLS / list makespan
