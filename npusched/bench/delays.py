@@ -5,6 +5,9 @@
     python -m npusched.bench.delays shared [--restarts 8]
     python -m npusched.bench.delays scaling [--sizes 1000,3000,10000,30000,100000] [--mesh 4x4]
                                             [--width 12] [--etf-max 31000]
+    python -m npusched.bench.delays exact [--sizes 50 --procs 2,4,6,8,9,12,16 --densities 20,50,80
+                                           | --shared] [--methods lns[,joint]] [--time-limit S]
+                                          [--threads 2] [--seed 0]
 
 ``gaps``: on MSPCD graphs with a known optimum (:func:`npusched.bench.generate.known_optimum`,
 the graphs of ``npusched generate known-optimum``; every combination of size, processor count
@@ -19,24 +22,38 @@ the mean time per graph. ``shared``: the same on the six Davidović–Crainic fi
 (:func:`npusched.bench.generate.layered_dag`) of growing size; the CPU time of one DLS run, of
 the priority list and (up to ``--etf-max`` μops) of earliest-task-first, and between successive
 sizes the growth of DLS's time against the growth of n (for near-linear cost the two ratios are
-about equal). Single measurements on a shared machine.
+about equal). ``exact``: the exact search (``lns``, and ``joint`` for comparison) through
+:func:`npusched.methods.solve` on the graphs of ``gaps`` (or, with ``--shared``, the six shared
+files), each with a time limit per graph (default 60 s up to n = 250, 120 s above: the goals of
+issue 24, item 5), ``--threads`` solver threads and a fixed seed; every schedule verified. It prints
+per graph the makespan, the time limit and the seconds to the best schedule (the last improvement
+of the anytime trace, timed from the start of the search), then per size, processor count and
+density the mean gap, the share of graphs at the optimum, the mean seconds of the whole call and to
+the best, and the goals against what was measured. Progress goes to stderr. Single measurements
+on a shared machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from npusched.bench.generate import known_optimum, layered_dag
 from npusched.heuristics.scheduling.dls import dls_schedule
 from npusched.heuristics.scheduling.list_scheduling import etf_schedule, priority_list_schedule
 from npusched.io.mspcd import read_mspcd
+from npusched.methods import solve
 from npusched.problem import SchedulingInstance
 from npusched.problem.scheduling.schedule import Schedule
+from npusched.solvers.result import Result
 from npusched.verify import check
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "benchmarks" / "mspcd"
@@ -57,24 +74,57 @@ def heuristics(restarts: int, etf_max: int) -> dict[str, tuple[Heuristic, int]]:
     }
 
 
+def _base_row(inst: SchedulingInstance) -> dict[str, Any]:
+    assert inst.reference.optimum is not None
+    return {"graph": inst.name, "n": inst.n, "p": inst.m, "edges": inst.graph.num_edges,
+            "optimum": inst.reference.optimum}  # fmt: skip
+
+
+def _record(row: dict[str, Any], name: str, inst: SchedulingInstance, sched: Schedule) -> int:
+    """Verify ``sched`` (a violation raises) and put its makespan and gap in ``row``."""
+    rep = check(inst, sched)
+    if not rep.ok:
+        raise AssertionError(f"{inst.name} {name}: {rep.violations[:3]}")
+    ms = sched.makespan(inst)
+    row[name] = ms
+    row[f"{name}_gap"] = ms / row["optimum"] - 1
+    return ms
+
+
 def run_one(inst: SchedulingInstance, methods: dict[str, tuple[Heuristic, int]]) -> dict[str, Any]:
     """Gap to the optimum and seconds of each method on ``inst`` (every schedule verified)."""
-    opt = inst.reference.optimum
-    assert opt is not None
-    row: dict[str, Any] = {"graph": inst.name, "n": inst.n, "p": inst.m,
-                           "edges": inst.graph.num_edges, "optimum": opt}  # fmt: skip
+    row = _base_row(inst)
     for name, (fn, limit) in methods.items():
         if inst.n > limit:
             continue
         t0 = time.perf_counter()
         sched = fn(inst)
         row[f"{name}_s"] = time.perf_counter() - t0
-        rep = check(inst, sched)
-        if not rep.ok:
-            raise AssertionError(f"{inst.name} {name}: {rep.violations[:3]}")
-        ms = sched.makespan(inst)
-        row[name] = ms
-        row[f"{name}_gap"] = ms / opt - 1
+        _record(row, name, inst, sched)
+    return row
+
+
+def _to_best(res: Result, makespan: int) -> float:
+    """Seconds from the start of the search to the first trace point at ``makespan``."""
+    hits = [t.time for t in res.trace if t.incumbent is not None and t.incumbent <= makespan]
+    return min(hits) if hits else res.runtime_s
+
+
+def run_exact(
+    inst: SchedulingInstance, names: list[str], time_limit: float, threads: int, seed: int
+) -> dict[str, Any]:
+    """Gap, optimum reached, seconds and seconds to the best of each exact method on ``inst``
+    through :func:`npusched.methods.solve` (every schedule verified); a method that returns no
+    schedule leaves only its seconds and status."""
+    row = _base_row(inst) | {"limit": time_limit}
+    for name in names:
+        res = solve(inst, name, time_limit=time_limit, threads=threads, seed=seed)
+        row[f"{name}_s"] = res.runtime_s
+        row[f"{name}_status"] = res.status.value
+        if isinstance(res.solution, Schedule):
+            ms = _record(row, name, inst, res.solution)
+            row[f"{name}_opt"] = float(ms <= row["optimum"])
+            row[f"{name}_best_s"] = _to_best(res, ms)
     return row
 
 
@@ -82,23 +132,44 @@ def _mean(values: list[float]) -> str:
     return f"{100 * sum(values) / len(values):.1f}" if values else "–"
 
 
-def gap_table(rows: list[dict[str, Any]], names: list[str], by: str) -> str:
-    """Mean gap (%) of each method per value of ``by`` (``n``, ``p``, ``density``) and over all
-    rows; a method missing on some rows (ETF above its size limit) is averaged where it ran,
-    with the count."""
+def _secs(values: list[float]) -> str:
+    return f"{sum(values) / len(values):.1f}" if values else "–"
+
+
+Column = tuple[str, str, Callable[[list[float]], str]]
+"""A table column: header, the rows' key, and the summary of the rows' values."""
+
+
+def group_table(rows: list[dict[str, Any]], by: str, columns: list[Column]) -> str:
+    """One line per value of ``by`` (``n``, ``p``, ``density``, ``graph``) and one over all rows;
+    a value missing on some rows (ETF above its size limit, a method without a schedule) is
+    summarised where present, with the count."""
     groups: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[r[by]].append(r)
-    lines = [f"| {by} | graphs | " + " | ".join(f"{m} gap %" for m in names) + " |",
-             "|" + " --- |" * (len(names) + 2)]  # fmt: skip
+    lines = [f"| {by} | graphs | " + " | ".join(c[0] for c in columns) + " |",
+             "|" + " --- |" * (len(columns) + 2)]  # fmt: skip
     for key in [*sorted(groups), "all"]:
         rs = rows if key == "all" else groups[key]
         cells = []
-        for m in names:
-            got = [r[f"{m}_gap"] for r in rs if f"{m}_gap" in r]
-            cells.append(_mean(got) + ("" if len(got) == len(rs) else f" ({len(got)})"))
+        for _, col, summary in columns:
+            got = [r[col] for r in rs if col in r]
+            cells.append(summary(got) + ("" if len(got) == len(rs) else f" ({len(got)})"))
         lines.append(f"| {key} | {len(rs)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def gap_table(rows: list[dict[str, Any]], names: list[str], by: str) -> str:
+    """Mean gap (%) of each method per value of ``by`` and over all rows."""
+    return group_table(rows, by, [(f"{m} gap %", f"{m}_gap", _mean) for m in names])
+
+
+def exact_columns(names: list[str]) -> list[Column]:
+    """Per method: mean gap (%), share of graphs at the optimum (%), mean seconds of the call and
+    mean seconds to the best schedule."""
+    return [col for m in names for col in (
+        (f"{m} gap %", f"{m}_gap", _mean), (f"{m} at optimum %", f"{m}_opt", _mean),
+        (f"{m} s", f"{m}_s", _secs), (f"{m} to best s", f"{m}_best_s", _secs))]  # fmt: skip
 
 
 def time_table(rows: list[dict[str, Any]], names: list[str]) -> str:
@@ -121,20 +192,36 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x]
 
 
+def generated(args: argparse.Namespace) -> list[tuple[SchedulingInstance, int]]:
+    """The known-optimum graphs of every (size, processor count, density), ``--seeds`` each."""
+    return [
+        (known_optimum(n, d, p, seed=1000 * n + 10 * p + d + seed)[0], d)
+        for n in _ints(args.sizes)
+        for p in _ints(args.procs)
+        for d in _ints(args.densities)
+        for seed in range(args.seeds)
+    ]
+
+
+def shared() -> list[tuple[SchedulingInstance, int]]:
+    """The shared MSPCD files ``ogra{n}_{density}_{p}.td`` with their density."""
+    graphs = []
+    for f in sorted(SHARED.glob("ogra*.td")):
+        m = re.fullmatch(r"ogra\d+_(\d+)_\d+", f.stem)
+        graphs.append((read_mspcd(f), int(m.group(1)) if m else -1))
+    return graphs
+
+
+def _progress(graphs: list[tuple[SchedulingInstance, int]], desc: str) -> Any:
+    return tqdm(graphs, desc=desc, unit="graph", file=sys.stderr, leave=False)
+
+
 def gaps_main(args: argparse.Namespace) -> int:
     methods = heuristics(args.restarts, args.etf_max)
     names = list(methods)
-    rows = []
-    for n in _ints(args.sizes):
-        for p in _ints(args.procs):
-            for d in _ints(args.densities):
-                for seed in range(args.seeds):
-                    inst, _ = known_optimum(n, d, p, seed=1000 * n + 10 * p + d + seed)
-                    row = run_one(inst, methods)
-                    row["density"] = d
-                    rows.append(row)
-        print(f"n = {n}: {len(rows)} graphs so far", flush=True)
-    print()
+    rows = [
+        run_one(inst, methods) | {"density": d} for inst, d in _progress(generated(args), "gaps")
+    ]
     for by in ("n", "p", "density"):
         print(gap_table(rows, names, by))
         print()
@@ -143,13 +230,13 @@ def gaps_main(args: argparse.Namespace) -> int:
 
 
 def shared_main(args: argparse.Namespace) -> int:
-    files = sorted(SHARED.glob("ogra*.td"))
-    if not files:
+    graphs = shared()
+    if not graphs:
         print(f"no .td files in {SHARED}")
         return 1
     methods = heuristics(args.restarts, args.etf_max)
     names = list(methods)
-    rows = [run_one(read_mspcd(f), methods) for f in files]
+    rows = [run_one(inst, methods) for inst, _ in graphs]
     print("| graph | p | optimum | " + " | ".join(names) + " |")
     print("|" + " --- |" * (len(names) + 3))
     for r in rows:
@@ -157,6 +244,80 @@ def shared_main(args: argparse.Namespace) -> int:
               + " | ".join(str(r[m]) for m in names) + " |")  # fmt: skip
     print("| mean gap % | | | " + " | ".join(_mean([r[f"{m}_gap"] for r in rows]) for m in names)
           + " |")  # fmt: skip
+    return 0
+
+
+GOALS = [  # issue 24, item 5: sizes, what is measured, target, seconds per graph
+    ((50, 50), "opt", 0.95, 60.0),
+    ((100, 250), "gap", 0.02, 60.0),
+    ((300, 500), "gap", 0.05, 120.0),
+]
+
+
+def goal_table(rows: list[dict[str, Any]], names: list[str]) -> str:
+    """Each goal with graphs in its size range, per method: the target against what was
+    measured, the largest time limit given, and met or not. A graph without a schedule counts
+    as missing the optimum and fails a gap goal; a goal is not judged on graphs given more time
+    than it allows."""
+    lines = ["| goal | graphs | method | target | measured | limit s | verdict |",
+             "|" + " --- |" * 7]  # fmt: skip
+    for (lo, hi), kind, target, secs in GOALS:
+        rs = [r for r in rows if lo <= r["n"] <= hi]
+        if not rs:
+            continue
+        sizes = f"n = {lo}" if lo == hi else f"n = {lo}–{hi}"
+        limit = max(r["limit"] for r in rs)
+        for m in names:
+            missing = sum(f"{m}_gap" not in r for r in rs)
+            if kind == "opt":
+                value = sum(r.get(f"{m}_opt", 0.0) for r in rs) / len(rs)
+                met = value >= target
+                want = f"optimum on ≥ {100 * target:.0f} %"
+                got = f"{100 * value:.1f} % ({round(value * len(rs))} of {len(rs)})"
+            else:
+                gaps = [r[f"{m}_gap"] for r in rs if f"{m}_gap" in r]
+                value = sum(gaps) / len(gaps) if gaps else float("inf")
+                met = value <= target and not missing
+                want = f"mean gap ≤ {100 * target:.0f} %"
+                got = f"{100 * value:.1f} %" + (
+                    f", {missing} without a schedule" if missing else ""
+                )
+            verdict = "met" if met else "not met"
+            if limit > secs:
+                verdict = f"not judged (over {secs:.0f} s)"
+            lines.append(f"| {sizes} | {len(rs)} | {m} | {want} within {secs:.0f} s | {got} | "
+                         f"{limit:.0f} | {verdict} |")  # fmt: skip
+    return "\n".join(lines) if len(lines) > 2 else "No goal covers these sizes."
+
+
+def exact_main(args: argparse.Namespace) -> int:
+    graphs = shared() if args.shared else generated(args)
+    if not graphs:
+        print(f"no .td files in {SHARED}")
+        return 1
+    names = [m for m in args.methods.split(",") if m]
+    rows = []
+    bar = _progress(graphs, "exact")
+    for inst, d in bar:
+        limit = args.time_limit or (60.0 if inst.n <= 250 else 120.0)
+        rows.append(run_exact(inst, names, limit, args.threads, args.seed) | {"density": d})
+        gaps = [rows[-1].get(f"{m}_gap") for m in names]
+        bar.set_postfix(
+            graph=inst.name, gap=" ".join(_mean([g]) if g is not None else "–" for g in gaps)
+        )
+    head = " | ".join(f"{m} | {m} status | {m} to best s" for m in names)
+    print("| graph | n | p | density | optimum | limit s | " + head + " |")
+    print("|" + " --- |" * (6 + 3 * len(names)))
+    for r in rows:
+        best = {m: _secs([r[f"{m}_best_s"]]) if f"{m}_best_s" in r else "–" for m in names}
+        cells = " | ".join(f"{r.get(m, '–')} | {r[f'{m}_status']} | {best[m]}" for m in names)
+        print(f"| {r['graph']} | {r['n']} | {r['p']} | {r['density']} | {r['optimum']} | "
+              f"{r['limit']:.0f} | {cells} |")  # fmt: skip
+    print()
+    for by in ("n", "p", "density"):
+        print(group_table(rows, by, exact_columns(names)))
+        print()
+    print(goal_table(rows, names))
     return 0
 
 
@@ -203,21 +364,34 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = p.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("gaps", help="mean gap on generated graphs with a known optimum")
-    g.add_argument("--sizes", default="50,100,200,500")
-    g.add_argument("--procs", default="2,4,6,8,9,12,16")
-    g.add_argument("--densities", default="10,50,90", help="edge densities in percent")
-    g.add_argument("--seeds", type=int, default=1, help="graphs per combination")
+    x = sub.add_parser("exact", help="lns (and joint) against the goals of issue 24, item 5")
+    for q, sizes, densities in ((g, "50,100,200,500", "10,50,90"), (x, "50", "20,50,80")):
+        q.add_argument("--sizes", default=sizes)
+        q.add_argument("--procs", default="2,4,6,8,9,12,16")
+        q.add_argument("--densities", default=densities, help="edge densities in percent")
+        q.add_argument("--seeds", type=int, default=1, help="graphs per combination")
     s = sub.add_parser("shared", help="the six shared MSPCD files")
     for q in (g, s):
         q.add_argument("--restarts", type=int, default=8, help="restarts of the dls column")
         q.add_argument("--etf-max", type=int, default=500, help="ETF runs up to this many tasks")
+    x.add_argument("--shared", action="store_true", help="the six shared MSPCD files instead")
+    x.add_argument("--methods", default="lns", help="comma separated: lns, joint")
+    x.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="seconds per graph and method (default 60 up to n = 250, 120 above)",
+    )
+    x.add_argument("--threads", type=int, default=2)
+    x.add_argument("--seed", type=int, default=0, help="the solver's random seed")
     c = sub.add_parser("scaling", help="DLS time against n on random layered DAGs")
     c.add_argument("--sizes", default="1000,3000,10000,30000,100000")
     c.add_argument("--mesh", default="4x4")
     c.add_argument("--width", type=int, default=12, help="most μops per DAG level")
     c.add_argument("--etf-max", type=int, default=31_000, help="ETF runs up to this many μops")
     args = p.parse_args(argv)
-    return {"gaps": gaps_main, "shared": shared_main, "scaling": scaling_main}[args.cmd](args)
+    mains = {"gaps": gaps_main, "shared": shared_main, "scaling": scaling_main, "exact": exact_main}
+    return mains[args.cmd](args)
 
 
 if __name__ == "__main__":

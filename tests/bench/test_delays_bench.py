@@ -1,12 +1,13 @@
 """``python -m npusched.bench.delays``: the gap tables on tiny generated graphs, the shared MSPCD
-rows and the growth columns of ``scaling`` (every schedule is verified inside the bench)."""
+rows, the growth columns of ``scaling`` and the exact search's tables and goal lines (every
+schedule is verified inside the bench)."""
 
 from __future__ import annotations
 
 import pytest
 from conftest import SHARED, needs_shared
 
-from npusched.bench.delays import main
+from npusched.bench.delays import goal_table, main
 
 METHODS = ("etf", "priority", "dls-append", "dls-1", "dls")
 
@@ -52,3 +53,36 @@ def test_scaling_prints_growth_ratios(capsys):
     cells = [c.strip() for c in lines[3].strip("|").split("|")]
     assert float(cells[6]) > 0 and float(cells[7]) > 1  # time ratio, n ratio
     assert float(cells[12]) > 0  # DLS / list makespan
+
+
+def test_exact_prints_per_graph_rows_groups_and_nonnegative_gaps(capsys):
+    args = ["exact", "--sizes", "20", "--procs", "2,4", "--densities", "50", "--time-limit", "2"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    per_graph = [line for line in out.splitlines() if line.startswith("| known_n20_d50_p")]
+    assert len(per_graph) == 2
+    for line in per_graph:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert int(cells[6]) >= int(cells[4])  # the lns makespan is no less than the optimum
+        assert cells[7] in ("optimal", "feasible")
+    header = "| n | graphs | lns gap % | lns at optimum % | lns s | lns to best s |"
+    assert header in out and "| p | graphs |" in out and "| density | graphs |" in out
+    assert [r[1] for r in rows(out, "20")] == ["2"] and len(rows(out, "all")) == 3
+    for r in rows(out, "all"):
+        gap, at_opt, secs, to_best = (float(c) for c in r[2:])
+        assert gap >= 0 and 0 <= at_opt <= 100 and 0 <= to_best <= secs <= 2 + 1
+    assert "No goal covers these sizes." in out
+
+
+def test_goal_table_judges_each_goal_where_it_has_graphs():
+    def row(n: int, gap: float, limit: float = 60.0) -> dict[str, object]:
+        return {"n": n, "limit": limit, "lns_gap": gap, "lns_opt": float(gap == 0)}
+
+    table = goal_table([row(50, 0.0)] * 19 + [row(50, 0.1), row(100, 0.03), row(200, 0.0)], ["lns"])
+    lines = [r for r in table.splitlines() if r.startswith("| n = ")]
+    assert len(lines) == 2  # n = 50 and n = 100–250; no graph of 300–500
+    assert "95.0 % (19 of 20)" in lines[0] and lines[0].endswith("| met |")
+    assert "1.5 %" in lines[1] and lines[1].endswith("| met |")
+    missed = goal_table([row(300, 0.2, 120.0)], ["lns"])
+    assert "20.0 %" in missed and missed.endswith("| not met |")
+    assert "not judged" in goal_table([row(50, 0.0, 90.0)], ["lns"])
