@@ -34,7 +34,6 @@ A network or architecture that does not exist is a one-line error, exit 2.
 from __future__ import annotations
 
 import argparse
-import importlib
 import itertools
 import json
 import sys
@@ -59,6 +58,7 @@ from npusched.methods.flexer import (
     verify_choices,
 )
 from npusched.methods.registry import solve
+from npusched.plot.flexer_explain import time_split_bars
 from npusched.problem.flexer.layer import FlexerInstance, FlexerSchedule, TiledConv
 from npusched.problem.flexer.residency import ResidencyProblem
 from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES
@@ -426,15 +426,13 @@ def _print_explain(
 
 
 def _draw(plot: str, name: str, arch: str, layers: list[Any], n: int, many: bool) -> None:
-    """The stacked bars of :mod:`npusched.plot.flexer_explain`. ``plot`` and ``bench`` are
-    independent layers of the import contract, so the plot module is looked up at run time."""
+    """The stacked bars of :func:`~npusched.plot.flexer_explain.time_split_bars`."""
     path = Path(plot)
     if many:
         path = path.with_name(f"{path.stem}-{name}-{arch}{path.suffix or '.png'}")
-    bars = importlib.import_module("npusched.plot.flexer_explain")
     labels, ooo, static, losing = zip(*layers, strict=True)
     title = f"{name} on {arch}: OoO (left) and best static order (right, hatched)"
-    bars.time_split_bars(labels, ooo, static, n, path, title=title, losing=losing)
+    time_split_bars(labels, ooo, static, n, path, title=title, losing=losing)
     print(f"wrote {path}")
 
 
