@@ -164,40 +164,11 @@ def known_optimum(
         or above 2^40, more than :data:`MAX_EDGES` edges.
     """
     acc = mspcd_accelerator(procs)  # ValueError naming the networks
-    if n < 1 or n < procs:
-        raise ValueError(
-            f"n = {n} tasks on {procs} processors: a schedule without idle time needs at least "
-            "one task per processor"
-        )
-    if not 0 <= density <= 100:
-        raise ValueError(f"density must be between 0 and 100 (%), got {density}")
     work = default_work_per_proc(n) if work_per_proc is None else work_per_proc
-    if not -(-n // procs) <= work <= MAX_VALUE:
-        raise ValueError(
-            f"work per processor {work} must be at least ⌈n / p⌉ = {-(-n // procs)} (every task "
-            "takes at least 1) and at most 2^40"
-        )
-    if not 0 <= spread < 1:
-        raise ValueError(f"spread must be in [0, 1), got {spread}")
+    _check_known_optimum(n, density, procs, work, spread)
     rng = np.random.default_rng(seed)
-    count = np.full(procs, n // procs, dtype=np.int64)
-    count[rng.choice(procs, n % procs, replace=False)] += 1
-    dur = np.concatenate([_durations(rng, int(k), work, spread) for k in count])
-    proc = np.repeat(np.arange(procs, dtype=np.int64), count)
-    start = np.concatenate([np.cumsum(dur[proc == q]) - dur[proc == q] for q in range(procs)])
-    order = np.lexsort((rng.random(n), start))
-    dur, proc, start = dur[order], proc[order], start[order]
-    end = start + dur
-    hops = acc.hops()
-    # Pair (i, j), j > i, is admissible from j ≥ lo[i] (s_j ≥ f_i); from hi[i] on every pair is
-    # (s_j ≥ f_i + the network's diameter); in between, the hops decide.
-    lo = np.searchsorted(start, end, side="left")
-    hi = np.searchsorted(start, end + int(hops.max()), side="left")
-    near: list[np.ndarray] = []
-    for i in range(n):
-        j = np.arange(lo[i], hi[i])
-        h = hops[proc[i], proc[j]]
-        near.append(j[(h == 0) | (start[j] - end[i] >= h)])
+    dur, proc, start = _zero_idle(rng, n, procs, work, spread)
+    near, hi = _admissible(acc.hops(), proc, start, start + dur)
     per_row = np.array([len(a) for a in near], dtype=np.int64) + (n - hi)
     admissible = int(per_row.sum())
     m = round(density / 100 * admissible)
@@ -212,11 +183,10 @@ def known_optimum(
     k = near_ptr[src + 1] - near_ptr[src]  # row i's admissible pairs: near[i], then hi[i], …
     inner = pos < k
     dst = np.where(inner, near_flat[np.where(inner, near_ptr[src] + pos, 0)], hi[src] + pos - k)
-    gap = start[dst] - end[src]
-    unit = np.maximum(hops[proc[src], proc[dst]], 1)
+    gap = start[dst] - (start + dur)[src]
+    unit = np.maximum(acc.hops()[proc[src], proc[dst]], 1)
     amount = rng.integers(1, np.maximum(1, gap // unit) + 1, dtype=np.int64)
     graph = UopGraph(dur, src, dst, amount, tuple(range(1, n + 1)))
-    network = acc.topology
     name = f"known_n{n}_d{density:g}_p{procs}_s{seed}"
     source = {
         "generator": "npusched.bench.generate.known_optimum",
@@ -225,7 +195,7 @@ def known_optimum(
         "n": n,
         "density": density,
         "procs": procs,
-        "network": network,
+        "network": acc.topology,
         "work_per_proc": work,
         "spread": spread,
         "seed": seed,
@@ -234,3 +204,52 @@ def known_optimum(
     ref = Reference(optimum=work, source="known-optimum construction: no idle time, work / p")
     inst = SchedulingInstance(graph, acc, None, name, ref, source)
     return inst, Schedule(start, proc)
+
+
+def _check_known_optimum(n: int, density: float, procs: int, work: int, spread: float) -> None:
+    """The argument checks of :func:`known_optimum` (its Raises)."""
+    if n < 1 or n < procs:
+        raise ValueError(
+            f"n = {n} tasks on {procs} processors: a schedule without idle time needs at least "
+            "one task per processor"
+        )
+    if not 0 <= density <= 100:
+        raise ValueError(f"density must be between 0 and 100 (%), got {density}")
+    if not -(-n // procs) <= work <= MAX_VALUE:
+        raise ValueError(
+            f"work per processor {work} must be at least ⌈n / p⌉ = {-(-n // procs)} (every task "
+            "takes at least 1) and at most 2^40"
+        )
+    if not 0 <= spread < 1:
+        raise ValueError(f"spread must be in [0, 1), got {spread}")
+
+
+def _zero_idle(
+    rng: np.random.Generator, n: int, procs: int, work: int, spread: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Steps 2–3 of :func:`known_optimum`: durations, processors and starts of the hidden
+    schedule, tasks numbered by start (ties in random order)."""
+    count = np.full(procs, n // procs, dtype=np.int64)
+    count[rng.choice(procs, n % procs, replace=False)] += 1
+    dur = np.concatenate([_durations(rng, int(k), work, spread) for k in count])
+    proc = np.repeat(np.arange(procs, dtype=np.int64), count)
+    start = np.concatenate([np.cumsum(dur[proc == q]) - dur[proc == q] for q in range(procs)])
+    order = np.lexsort((rng.random(n), start))
+    return dur[order], proc[order], start[order]
+
+
+def _admissible(
+    hops: np.ndarray, proc: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Step 4 of :func:`known_optimum`: pair ``(i, j)``, ``j > i``, is admissible from
+    ``j ≥ lo[i]`` (``s_j ≥ f_i``); from ``hi[i]`` on every pair is (``s_j ≥ f_i`` + the
+    network's diameter); in between, the hops decide. Returns, per ``i``, the admissible ``j`` in
+    ``[lo[i], hi[i])``, and ``hi``."""
+    lo = np.searchsorted(start, end, side="left")
+    hi = np.searchsorted(start, end + int(hops.max()), side="left")
+    near: list[np.ndarray] = []
+    for i in range(start.size):
+        j = np.arange(lo[i], hi[i])
+        h = hops[proc[i], proc[j]]
+        near.append(j[(h == 0) | (start[j] - end[i] >= h)])
+    return near, hi
