@@ -330,11 +330,17 @@ def _write(path: Path, text: str) -> None:
         path.write_text(text)
 
 
-_architecture()
-_api_pages()
-_cli_reference()
-_first_schedule()
-_notebooks()
+_api_pages()  # here: it adds to numpydoc_validation_exclude and nitpick_ignore
+
+
+def _make_pages(app: Any) -> None:
+    """Before Sphinx reads a page; a ``ConfigError`` raised here ends the build with its
+    message alone (raised while this file runs, it would come wrapped in a traceback)."""
+    _architecture()
+    _cli_reference()
+    _first_schedule()
+    _notebooks()
+
 
 
 # --- cross-references to names a package re-exports -------------------------------------------
@@ -543,6 +549,7 @@ def _known_warnings(app: Any) -> _KnownWarnings:
 
 def setup(app: Any) -> None:
     _known_warnings(app)
+    app.connect("builder-inited", _make_pages)
     app.connect("autodoc-process-docstring", _prepare_docstring, priority=400)
     app.connect("missing-reference", _resolve_reexport)
     app.connect("doctree-read", _exact_annotations)
