@@ -9,7 +9,19 @@ served in three steps (§4.1):
 2. **best fit** — the smallest hole (maximal run of free segments) of at least ``size`` bytes;
 3. **spill** — the policy (Algorithm 2 or Table 2's alternatives,
    :mod:`npusched.heuristics.flexer.spill`) names live blocks to evict; the caller's ``evict``
-   frees each (writing back partial sums) and returns when its space is free; then best fit.
+   frees each (writing back partial sums) and returns when its space is free; then steps 1–2.
+
+Deviation (time): the paper's memory manager has no clock; here a block is freed when its last
+reader *ends*, which may be later than the moment the set being placed could start
+(:attr:`Buffer.now`). Steps 1 and 2 are therefore one search over every *span* — from each free
+segment, the shortest run of adjacent free segments holding ``size`` bytes — ranked by
+``(max(free time of the span, now), not in place, hole bytes, address)``: the span usable
+earliest (all spans free by ``now`` tie), then in place, then best fit, then the lowest address.
+Without clocks (every free time ≤ ``now``) this is exactly §4.1's in place, then best fit. A
+request thus never waits for a dead block still in use while space free by ``now`` fits
+elsewhere, and spans starting inside a hole are tried too (the search before this fix tried a
+hole only from its first segment). One pass, two pointers and a monotone queue: linear in the
+number of segments.
 
 :class:`Regions` is the static baseline's memory: one region per data type, cut into equal slots
 at fixed addresses; a tile goes into a free slot of its type's region, or replaces the least
@@ -19,7 +31,7 @@ recently used unpinned tile of that region.
 from __future__ import annotations
 
 import heapq
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Collection, Sequence
 
 from npusched.heuristics.flexer.spill import POLICIES, SpillPolicy
@@ -86,13 +98,8 @@ class Buffer:
         (Algorithm 2's reuse term).
         """
         segs = self.segs
-        same = [i for i, (s, d, _) in enumerate(segs) if d == FREE and s == size]
-        if same:  # 1. in place: an equally sized dead block, free by now if possible
-            i = min(same, key=lambda i: (segs[i][2] > self.now, i))
-            segs[i][1] = data
-            return segs[i][2]
-        hole = self._best_fit(size)
-        if hole is None:  # 3. spill
+        span = self._fit(size)
+        if span is None:  # 3. spill
             live = [d != FREE for _, d, _ in segs]
             victims = self.policy(
                 [s for s, _, _ in segs],
@@ -107,37 +114,47 @@ class Buffer:
                 if segs[i][1] != FREE:
                     d = segs[i][1]
                     segs[i][1], segs[i][2] = FREE, evict(d)
-            hole = self._best_fit(size)
-            assert hole is not None, "the spill policy freed too little"
-        return self._take(hole, data, size)
+            span = self._fit(size)
+            assert span is not None, "the spill policy freed too little"
+        return self._take(span, data, size)
 
-    def _best_fit(self, size: int) -> tuple[int, int] | None:
-        """2. The smallest hole ``[i, j)`` of free segments with at least ``size`` bytes, among
-        those free by :attr:`now` if any (ties: lowest address)."""
-        best: tuple[int, int, int, int] | None = None  # (hole bytes, free_at, i, j)
-        segs, n, i = self.segs, len(self.segs), 0
-        while i < n:
-            if segs[i][1] != FREE:
-                i += 1
+    def _fit(self, size: int) -> tuple[int, int] | None:
+        """Steps 1–2 (module notes): the span ``[i, j)`` of free segments for ``size`` bytes
+        with the least ``(max(free time, now), not in place, hole bytes, i)``, or ``None``.
+
+        Per hole (maximal run of free segments) the start ``i`` and the end ``j`` only move
+        forward, and a queue of decreasing free times gives each span's latest free time, so
+        the pass is linear in the number of segments."""
+        segs, n, now = self.segs, len(self.segs), self.now
+        best: tuple[tuple[int, bool, int, int], int] | None = None
+        k = 0
+        while k < n:
+            if segs[k][1] != FREE:
+                k += 1
                 continue
-            j, total, at = i, 0, 0
-            while j < n and segs[j][1] == FREE and total < size:
-                total += segs[j][0]
-                at = max(at, segs[j][2])
-                j += 1
-            if total >= size:
-                whole = total
-                k = j
-                while k < n and segs[k][1] == FREE:
-                    whole += segs[k][0]
-                    k += 1
-                key = (at > self.now, whole, i, j)
-                if best is None or key[:2] < best[:2]:
-                    best = key
-                i = k
-            else:
-                i = j
-        return None if best is None else (best[2], best[3])
+            lo, hole = k, 0
+            while k < n and segs[k][1] == FREE:
+                hole += segs[k][0]
+                k += 1
+            if hole < size:
+                continue
+            j, total, latest = lo, 0, deque[int]()
+            for i in range(lo, k):
+                while j < k and total < size:
+                    total += segs[j][0]
+                    while latest and segs[latest[-1]][2] <= segs[j][2]:
+                        latest.pop()
+                    latest.append(j)
+                    j += 1
+                if total < size:
+                    break
+                key = (max(segs[latest[0]][2], now), j > i + 1 or total != size, hole, i)
+                if best is None or key < best[0]:
+                    best = (key, j)
+                total -= segs[i][0]
+                if latest[0] == i:
+                    latest.popleft()
+        return None if best is None else (best[0][3], best[1])
 
     def _take(self, hole: tuple[int, int], data: int, size: int) -> int:
         """Put ``data`` at the start of free segments ``[i, j)`` (which hold ≥ ``size`` bytes);
