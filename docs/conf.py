@@ -138,15 +138,28 @@ def _architecture() -> None:
 
 
 def _cli_reference() -> None:
-    """Every verb's ``--help``, as ``npusched VERB --help`` prints it."""
+    """Every verb's ``--help``, as ``npusched VERB --help`` prints it, and that of each verb's
+    own sub-commands (``npusched convert stg --help``, ``npusched generate known-optimum``)."""
+    import argparse
+
     os.environ["COLUMNS"] = "100"  # argparse wraps at the terminal's width
     from npusched.cli.main import build_parser
 
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.choices and isinstance(a.choices, dict))
-    parts = ["```text", parser.format_help().rstrip(), "```", ""]
-    for name, verb in sub.choices.items():
-        parts += [f"## `npusched {name}`", "", "```text", verb.format_help().rstrip(), "```", ""]
+    def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return dict(action.choices)
+        return {}
+
+    def text(parser: argparse.ArgumentParser) -> list[str]:
+        return ["```text", parser.format_help().rstrip(), "```", ""]
+
+    top = build_parser()
+    parts = text(top)
+    for name, verb in subcommands(top).items():
+        parts += [f"## `npusched {name}`", ""] + text(verb)
+        for sub_name, sub in subcommands(verb).items():
+            parts += [f"### `npusched {name} {sub_name}`", ""] + text(sub)
     _write(GENERATED / "cli.md", "\n".join(parts))
 
 
