@@ -26,7 +26,11 @@
   the data type moved most in excess. ``--plot`` draws a pair of stacked bars per layer
   (:func:`~npusched.plot.flexer_explain.time_split_bars`).
 
-A network or architecture that does not exist is a one-line error, exit 2.
+``--scheduler beam`` runs ``flexer-beam`` (``--beam-width``, ``--beam-depth``) instead of the
+paper's greedy in ``search``, ``explain`` and ``speed``; its figures stand in the OoO columns.
+
+A network or architecture that does not exist, or a beam width or depth below 1, is a one-line
+error, exit 2.
 
 ``--json FILE`` writes every row. Ratios are computed within one run.
 """
@@ -65,19 +69,26 @@ from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES
 from npusched.workload.network import Network
 from npusched.workload.zoo import load_network
 
-#: Settings options every mode passes to the search (``max_ops``, ``fill_drain``, ``cost``)
+#: Settings options every mode passes to the search (``max_ops``, ``fill_drain``, ``cost``,
+#: ``beam_width``, ``beam_depth``)
 Options = dict[str, Any]
+#: the searches of ``search``, ``explain`` and ``speed``: ``--scheduler`` (ooo or beam), static
+Kinds = tuple[str, ...]
+OOO_STATIC: Kinds = ("ooo", "static")
 
 
 def _ratio(a: float, b: float) -> float:
     return a / b if b else float("nan")
 
 
-def bench_search(nets: list[str], archs: list[str], workers: int, opts: Options) -> list[dict]:
+def bench_search(
+    nets: list[str], archs: list[str], workers: int, opts: Options, kinds: Kinds = OOO_STATIC
+) -> list[dict]:
     rows = []
     for name, a in itertools.product(nets, archs):
         net = load_network(name)
-        res = search_network(net, load_arch(flexer_arch_name(a)), workers=workers, **opts)
+        arch = load_arch(flexer_arch_name(a))
+        res = search_network(net, arch, kinds=kinds, workers=workers, **opts)
         checked = verify_choices(res)
         both = [(figures(r.ooo), figures(r.static)) for r in res.layers]
         per = [(o, s) for o, s in both if o and s]
@@ -134,7 +145,13 @@ def bench_ablation(nets: list[str], archs: list[str], workers: int, opts: Option
 
 
 def bench_speed(
-    net_name: str, arch: str, workers: int, caps: list[int], limit: float | None, opts: Options
+    net_name: str,
+    arch: str,
+    workers: int,
+    caps: list[int],
+    limit: float | None,
+    opts: Options,
+    kinds: Kinds = OOO_STATIC,
 ) -> list[dict]:
     rows = []
     net = load_network(net_name)
@@ -142,6 +159,7 @@ def bench_speed(
         res = search_network(
             net,
             load_arch(flexer_arch_name(arch)),
+            kinds=kinds,
             workers=workers,
             time_limit=limit,
             **{**opts, "max_ops": cap},
@@ -347,7 +365,12 @@ def _same_tiling(net: Network, layer_name: str, s: Any, st: FlexerSchedule, ss: 
 
 
 def bench_explain(
-    nets: list[str], archs: list[str], workers: int, opts: Options, plot: str | None
+    nets: list[str],
+    archs: list[str],
+    workers: int,
+    opts: Options,
+    plot: str | None,
+    kinds: Kinds = OOO_STATIC,
 ) -> list[dict]:
     """The ``explain`` mode (module notes): prints the per-layer and total tables and the
     causes; returns one row per layer × scheduler (an OoO row that loses carries its cause,
@@ -355,7 +378,8 @@ def bench_explain(
     rows: list[dict] = []
     for name, a in itertools.product(nets, archs):
         net = load_network(name)
-        res = search_network(net, load_arch(flexer_arch_name(a)), workers=workers, **opts)
+        arch = load_arch(flexer_arch_name(a))
+        res = search_network(net, arch, kinds=kinds, workers=workers, **opts)
         layers, causes, seen = [], [], {}
         tot = {k: dict.fromkeys(CATEGORIES, 0) for k in ("ooo", "static")}
         for r in res.layers:
@@ -478,6 +502,11 @@ def main(argv: list[str] | None = None) -> int:
         default="flexer-explain.png",
         help="explain: the stacked bars' PNG ('' for none; -NETWORK-ARCH added for several)",
     )
+    ap.add_argument("--scheduler", choices=["ooo", "beam"], default="ooo",
+                    help="search, explain, speed: the out-of-order search (flexer-ooo, the "
+                    "paper's greedy, or flexer-beam)")  # fmt: skip
+    ap.add_argument("--beam-width", type=int, default=4, help="flexer-beam: branches per step")
+    ap.add_argument("--beam-depth", type=int, default=2, help="flexer-beam: sets looked ahead")
     ap.add_argument("--json", help="write the rows to this file")
     ap.add_argument("--doc", type=Path, help="write the table into this Markdown file")
     ap.add_argument("--block", default="tables", help="the file's block (<!-- BLOCK -->) to fill")
@@ -485,26 +514,32 @@ def main(argv: list[str] | None = None) -> int:
     nets = [x.strip() for x in args.networks.split(",")]
     archs = [x.strip() for x in args.archs.split(",")]
     opts: Options = {"max_ops": args.max_ops, "fill_drain": args.fill_drain, "cost": args.cost}
+    opts |= {"beam_width": args.beam_width, "beam_depth": args.beam_depth}
+    kinds = (args.scheduler, "static")
     bad = _check_inputs(nets, archs)
+    if min(args.beam_width, args.beam_depth) < 1:
+        bad = (
+            f"--beam-width and --beam-depth must be >= 1, got {args.beam_width}, {args.beam_depth}"
+        )
     if bad:
         print(f"error: {bad}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
     if args.mode == "explain":
-        rows: list[Any] = bench_explain(nets, archs, args.workers, opts, args.plot)
+        rows: list[Any] = bench_explain(nets, archs, args.workers, opts, args.plot, kinds)
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump(rows, fh, indent=1)
         return 0
     if args.mode == "search":
-        rows = bench_search(nets, archs, args.workers, opts)
+        rows = bench_search(nets, archs, args.workers, opts, kinds)
     elif args.mode == "ablation":
         rows = bench_ablation(nets, archs, args.workers, opts)
     elif args.mode == "optimal":
         rows = bench_optimal(nets, archs, args.workers, opts, args.opt_ops, args.time_limit)
     elif args.mode == "speed":
         caps = [int(c) for c in args.caps.split(",")]
-        rows = bench_speed(nets[0], archs[0], args.workers, caps, args.limit, opts)
+        rows = bench_speed(nets[0], archs[0], args.workers, caps, args.limit, opts, kinds)
     else:
         rows = bench_offline(nets, archs, args.workers, opts, args.sample, args.time_limit)
     head = f"{args.mode}: {len(rows)} rows in {time.perf_counter() - t0:.1f} s (--cost {args.cost})"

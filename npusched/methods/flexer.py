@@ -1,5 +1,6 @@
 """Flexer's methods (Min, Kwon, Egger, CGO 2023, seed ``000_4482881724fd7be8.txt``):
-``flexer-ooo``, ``flexer-static``, ``flexer-cpsat``, ``flexer-spill`` and ``flexer-offline``.
+``flexer-ooo``, ``flexer-beam``, ``flexer-static``, ``flexer-cpsat``, ``flexer-spill`` and
+``flexer-offline``.
 
 - ``flexer-ooo`` / ``flexer-static`` take a
   :class:`~npusched.heuristics.flexer.search.FlexerLayer` and run Algorithm 1's search of that
@@ -7,6 +8,9 @@
   static baseline, §5); the solution is the best schedule. A layer search (not the scheduling
   of one given tiling) is what ``npusched flexer`` and the benches run per layer, so it is the
   unit here; :func:`search_network` runs it over a network's layers in parallel.
+- ``flexer-beam`` is ``flexer-ooo`` with the greedy's choice of the next operation set replaced
+  by a beam search of width × depth over sets
+  (:func:`~npusched.heuristics.flexer.beam.beam_schedule`; issue 25, not in the paper).
 - ``flexer-cpsat`` takes a :class:`~npusched.problem.flexer.layer.FlexerInstance` (one tiled layer
   on the NPUs) and finds its least-latency once-per-tile schedule
   (:func:`~npusched.formulations.flexer.schedule.schedule_exact`); the warm start is a schedule.
@@ -59,6 +63,22 @@ class FlexerOooParams:
 
 
 @dataclass(frozen=True)
+class FlexerBeamParams(FlexerOooParams):
+    """``flexer-beam``: as ``flexer-ooo``, with the beam's ``width`` (branches kept per step)
+    and ``depth`` (sets looked ahead); ``None`` takes the problem's settings."""
+
+    width: int | None = None
+    depth: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("width", "depth"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ValueError(f"beam {name} must be >= 1, got {v}")
+
+
+@dataclass(frozen=True)
 class FlexerOfflineParams:
     """``flexer-offline``: the contiguous model (CP-SAT only) and the greedy warm start."""
 
@@ -81,6 +101,15 @@ def _run_ooo(problem: FlexerLayer, backend: str, params: FlexerOooParams, ctx: C
     changes = {k: v for k, v in dataclasses.asdict(params).items() if v is not None}
     s = replace(s, **changes) if changes else s
     return search_layer(problem.net, problem.layer, s, "ooo", _wall_deadline(ctx))
+
+
+def _run_beam(problem: FlexerLayer, backend: str, params: FlexerBeamParams, ctx: Context) -> Result:
+    """The beam search over the layer's tilings × dataflows; stopped by the time limit, the
+    best verified-so-far schedule with ``stats["complete"] = False``."""
+    changes = {k: v for k, v in dataclasses.asdict(params).items() if v is not None}
+    renamed = {("beam_" + k if k in ("width", "depth") else k): v for k, v in changes.items()}
+    s = replace(problem.settings, **renamed) if renamed else problem.settings
+    return search_layer(problem.net, problem.layer, s, "beam", _wall_deadline(ctx))
 
 
 def _run_static(problem: FlexerLayer, backend: str, params: NoParams, ctx: Context) -> Result:
@@ -123,6 +152,12 @@ register(
     Method("flexer-ooo", FlexerLayer, ("none",), _run_ooo,
            "Flexer's OoO scheduler searched over a layer's tilings x dataflows (Algorithm 1)",
            params=FlexerOooParams, applies=_layer_applies)
+)  # fmt: skip
+register(
+    Method("flexer-beam", FlexerLayer, ("none",), _run_beam,
+           "Flexer's OoO with a beam of width x depth lookahead over operation sets, searched "
+           "over a layer's tilings x dataflows (never worse than flexer-ooo per tiling)",
+           params=FlexerBeamParams, applies=_layer_applies)
 )  # fmt: skip
 register(
     Method("flexer-static", FlexerLayer, ("none",), _run_static,
@@ -229,8 +264,11 @@ class NetworkSearch:
             "search_seconds": round(self.search_seconds, 3),
             "complete": self.complete,
             "settings": {
-                **{f.name: getattr(self.settings, f.name)
-                   for f in dataclasses.fields(self.settings) if f.name != "arch"},
+                **{
+                    f.name: getattr(self.settings, f.name)
+                    for f in dataclasses.fields(self.settings)
+                    if f.name != "arch"
+                },
                 "unroll": [list(u) for u in self.settings.unroll],
                 "fill_drain": self.settings.op_overhead,
             },
@@ -269,17 +307,19 @@ def _layer_json(r: LayerRuns) -> dict[str, Any]:
 def _search_one(
     net: Network, layer: Layer, s: Settings, kinds: tuple[str, ...], deadline: float | None
 ) -> LayerRuns:
-    """``solve()`` of one layer with each method in ``kinds`` (``ooo`` first); the static
-    search runs only when the OoO one went to its end. ``deadline`` is a ``time.time()``."""
+    """``solve()`` of one layer with each method in ``kinds`` (the OoO one, ``ooo`` or
+    ``beam``, first; its Result is the row's ``ooo``); the static search runs only when the
+    OoO one went to its end. ``deadline`` is a ``time.time()``."""
     problem = FlexerLayer(net, layer, s)
     runs: dict[str, Result | None] = {"ooo": None, "static": None}
-    for kind in ("ooo", "static"):
+    for kind in ("ooo", "beam", "static"):
         if kind not in kinds:
             continue
         left = None if deadline is None else deadline - time.time()
         if left is not None and left <= 0:  # past the deadline: not begun (no tilings built)
             break
-        runs[kind] = r = solve(problem, f"flexer-{kind}", time_limit=left)
+        r = solve(problem, f"flexer-{kind}", time_limit=left)
+        runs["static" if kind == "static" else "ooo"] = r
         if not r.stats["complete"]:
             break
     return LayerRuns(layer.name, runs["ooo"], runs["static"])
@@ -302,6 +342,8 @@ def search_network(
     equal :func:`~npusched.heuristics.flexer.search.layer_geometry` share one search), in
     parallel through :func:`~npusched.common.parallel.map_layers`.
 
+    ``kinds``: the OoO search (``ooo``, or ``beam`` for ``flexer-beam``; its Results are the
+    rows' ``ooo``) and/or ``static``.
     ``time_limit`` (seconds of wall clock for the whole search) stops every layer's search
     with the best found so far; :attr:`NetworkSearch.complete` says whether any was cut.
     ``progress`` shows a bar of searched layers on stderr. ``options`` are :class:`Settings`
@@ -310,7 +352,7 @@ def search_network(
     Raises
     ------
     ValueError
-        Unknown layer names, or a network without layers Flexer tiles.
+        Unknown layer names or kinds, or a network without layers Flexer tiles.
     """
     s = arch if isinstance(arch, Settings) else Settings.from_arch(arch, **options)
     if isinstance(arch, Settings) and options:
@@ -333,6 +375,8 @@ def search_network(
     work = [int(ly.macs(net.in_shapes(ly)) // 1000) for ly in reps]
     if time_limit is not None and time_limit <= 0:
         raise ValueError(f"time limit must be positive, got {time_limit}")
+    if set(kinds) - {"ooo", "beam", "static"} or {"ooo", "beam"} <= set(kinds):
+        raise ValueError(f"kinds {tuple(kinds)}: ooo or beam (not both), and/or static")
     deadline = None if time_limit is None else time.time() + time_limit
     found = map_layers(
         _search_one,

@@ -38,6 +38,7 @@ stationary type (IS, WS or OS) gets all the space the other two leave after ``n`
 
 from __future__ import annotations
 
+import copy
 import itertools
 import time
 from collections.abc import Sequence
@@ -135,6 +136,22 @@ class Engine:
         # why things waited (Waits): operands' ready times per op, constraints per transfer
         self.waited: list[tuple[int, ...]] = [(0, 0, 0)] * p.n_ops
         self.asked: list[tuple[int, int, int]] = []
+
+    def fork(self) -> Engine:
+        """An independent copy for a branch of :mod:`~npusched.heuristics.flexer.beam`: the
+        problem's tables are shared (read only); every container a schedule changes is copied,
+        lists shallowly (their items are numbers, tuples or frozen records)."""
+        out = copy.copy(self)
+        for name in ("ready", "last", "in_dram", "dirty", "seen", "rem", "npu_free"):
+            setattr(out, name, getattr(self, name)[:])
+        for name in ("transfers", "residencies", "order", "waited", "asked"):
+            setattr(out, name, getattr(self, name)[:])
+        out.res = dict(self.res)
+        out.mem = self.mem.copy()  # type: ignore[union-attr]
+        out.dram = Timeline()
+        out.dram.starts, out.dram.ends = self.dram.starts[:], self.dram.ends[:]
+        out.npu, out.start, out.end = self.npu.copy(), self.start.copy(), self.end.copy()
+        return out
 
     # ---- DRAM ----------------------------------------------------------------------------
 
@@ -406,13 +423,15 @@ def dataflow_maps(engine: Engine, window: Sequence[int], combos: IntArray) -> In
     return np.sort(order[first])
 
 
-def _select(e: Engine, cand: list[int], k: int, priority: str) -> list[int]:
-    """The first-priority set of ``k`` operations from ``cand`` (Algorithm 1, lines 20–21);
-    when no set of ``k`` fits next to each other in the buffer, sets of ``k − 1``, and so on.
+def ranked_sets(e: Engine, cand: list[int], k: int, priority: str, top: int = 1) -> list[list[int]]:
+    """The ``top`` first-priority sets of ``k`` operations from ``cand``, best first (Algorithm
+    1, lines 20–21; ``top > 1`` for :mod:`~npusched.heuristics.flexer.beam`); when no set of
+    ``k`` fits next to each other in the buffer, sets of ``k − 1``, and so on.
 
-    The first of the sets with the least key wins. Sets are dry-run in order of
-    :func:`unspilled_score` (a lower bound on their key) and the loop stops once that bound
-    exceeds the best key found, so a set that spills nothing usually ends the search."""
+    Sets rank by ``(key, dataflow order)``, so the first is the greedy's choice. They are
+    dry-run in order of :func:`unspilled_score` (a lower bound on their key) and the loop stops
+    once that bound exceeds the ``top``-th best key found, so sets that spill nothing usually
+    end the search."""
     assert isinstance(e.mem, Buffer)
     used = e.mem.used()
     for size in range(k, 0, -1):
@@ -420,16 +439,57 @@ def _select(e: Engine, cand: list[int], k: int, priority: str) -> list[int]:
         rows = dataflow_maps(e, cand, combos) if len(cand) > size else [0]
         sets = [[cand[j] for j in combos[i]] for i in rows]
         bounds = sorted((unspilled_score(e, s, used).key(priority), i) for i, s in enumerate(sets))
-        best: tuple[tuple[float, ...], int] | None = None
+        found: list[tuple[tuple[float, ...], int]] = []
         for bound in bounds:
-            if best is not None and bound > best:
+            if len(found) >= top and bound > found[top - 1]:
                 break
             sc = score_set(e, sets[bound[1]], used)
-            if sc is not None and (best is None or (sc.key(priority), bound[1]) < best):
-                best = (sc.key(priority), bound[1])
-        if best is not None:
-            return sets[best[1]]
+            if sc is not None:
+                found.append((sc.key(priority), bound[1]))
+                found.sort()
+        if found:
+            return [sets[i] for _, i in found[:top]]
     raise NoFit(f"{e.p.name}: one operation does not fit in {e.capacity} bytes")
+
+
+def _select(e: Engine, cand: list[int], k: int, priority: str) -> list[int]:
+    """The first-priority set (:func:`ranked_sets` with ``top = 1``)."""
+    return ranked_sets(e, cand, k, priority)[0]
+
+
+def ready_after(
+    problem: TiledConv, ready: list[int], chosen: Sequence[int], rank: IntArray
+) -> list[int]:
+    """The ready queue once ``chosen`` is issued: without them, with each one's partial-sum
+    successor, by dataflow ``rank``."""
+    done = set(chosen)
+    out = [o for o in ready if o not in done]
+    nc = problem.counts[3]
+    woken = [o + 1 for o in chosen if problem.op_c[o] < nc - 1]
+    return sorted(out + woken, key=rank.__getitem__) if woken else out
+
+
+def new_engine(
+    problem: TiledConv,
+    n_npus: int,
+    capacity: int,
+    bandwidth: float,
+    *,
+    dataflow: str,
+    priority: str,
+    mem_policy: str,
+    prefetch: bool,
+) -> tuple[Engine, list[int], IntArray]:
+    """An OoO engine with an empty buffer, its first ready queue (the first operation of every
+    chain) and the dataflow's rank; checks the option names."""
+    if priority not in PRIORITIES:
+        raise ValueError(f"unknown priority {priority!r}; choose from {PRIORITIES}")
+    if mem_policy not in MEM_POLICIES:
+        raise ValueError(f"unknown memory policy {mem_policy!r}; choose from {MEM_POLICIES}")
+    rank = loop_order_rank(problem.counts, DATAFLOWS.get(dataflow, dataflow))
+    e = Engine(problem, n_npus, capacity, bandwidth, Buffer(capacity, mem_policy), prefetch)
+    ready = sorted((int(o) for o in np.flatnonzero(problem.op_c == 0)), key=rank.__getitem__)
+    return e, ready, rank
 
 
 def ooo_schedule(
@@ -476,25 +536,16 @@ def ooo_schedule(
     NoFit
         When the operands of one operation set cannot be on chip together.
     """
-    if priority not in PRIORITIES:
-        raise ValueError(f"unknown priority {priority!r}; choose from {PRIORITIES}")
-    if mem_policy not in MEM_POLICIES:
-        raise ValueError(f"unknown memory policy {mem_policy!r}; choose from {MEM_POLICIES}")
-    rank = loop_order_rank(problem.counts, DATAFLOWS.get(dataflow, dataflow))
+    e, ready, rank = new_engine(
+        problem, n_npus, capacity, bandwidth, dataflow=dataflow, priority=priority,
+        mem_policy=mem_policy, prefetch=prefetch,
+    )  # fmt: skip
     w = window or max(8, 3 * n_npus)
-    e = Engine(problem, n_npus, capacity, bandwidth, Buffer(capacity, mem_policy), prefetch)
-    nc = problem.counts[3]
-    # ready queue: first operation of every chain, by dataflow rank
-    ready = sorted((int(o) for o in np.flatnonzero(problem.op_c == 0)), key=rank.__getitem__)
     while ready:
         chosen = _select(e, ready[:w], min(n_npus, len(ready)), priority)
         e.issue(chosen)
         e.check(stop_above, deadline)
-        done = set(chosen)
-        ready = [o for o in ready if o not in done]
-        woken = [o + 1 for o in chosen if problem.op_c[o] < nc - 1]
-        if woken:
-            ready = sorted(ready + woken, key=rank.__getitem__)
+        ready = ready_after(problem, ready, chosen, rank)
     return e.schedule(f"ooo/{dataflow}/{priority}/{mem_policy}")
 
 

@@ -43,6 +43,7 @@ from typing import Any
 
 from npusched.arch.model import Arch
 from npusched.costmodel import CostModel, TileShape, cost_model
+from npusched.heuristics.flexer.beam import beam_schedule
 from npusched.heuristics.flexer.ooo import (
     DATAFLOWS,
     NoFit,
@@ -59,6 +60,8 @@ from npusched.solvers.result import Result, Status
 from npusched.workload.layers import Layer
 from npusched.workload.network import Network
 
+#: the layer searches: the OoO greedy, its beam search, the static baseline
+KINDS = ("ooo", "beam", "static")
 #: every loop permutation × stationarity of the static baseline
 STATIC_DATAFLOWS = tuple(
     (",".join(p), s) for p in itertools.permutations(DIMS) for s in STATIONARITY
@@ -174,8 +177,16 @@ def run(
     stop_above: tuple[float, float] | None = None,
     deadline: float | None = None,
 ) -> FlexerSchedule:
-    """One schedule: ``kind`` ``ooo`` with an OoO dataflow (``OS``, ``WS``, ``IS``) or
-    ``static`` with ``"LOOP,ORDER/STATIONARITY"``."""
+    """One schedule: ``kind`` ``ooo`` (the greedy) or ``beam``
+    (:func:`~npusched.heuristics.flexer.beam.beam_schedule`, ``s.beam_width`` ×
+    ``s.beam_depth``) with an OoO dataflow (``OS``, ``WS``, ``IS``), or ``static`` with
+    ``"LOOP,ORDER/STATIONARITY"``."""
+    if kind == "beam":
+        return beam_schedule(
+            p, s.n_npus, s.capacity, s.bandwidth, width=s.beam_width, depth=s.beam_depth,
+            dataflow=dataflow, priority=s.priority, mem_policy=s.mem_policy, window=s.window,
+            metric=s.metric, stop_above=stop_above, prefetch=s.prefetch, deadline=deadline,
+        )  # fmt: skip
     if kind == "ooo":
         return ooo_schedule(
             p,
@@ -256,8 +267,9 @@ def candidates(
 def search_layer(
     net: Network, layer: Layer, s: Settings, kind: str, deadline: float | None = None
 ) -> Result:
-    """Algorithm 1 for one layer: the best OoO schedule (``kind="ooo"``) over tilings ×
-    dataflows (:data:`~npusched.heuristics.flexer.ooo.DATAFLOWS`), or the best static schedule
+    """Algorithm 1 for one layer: the best OoO schedule (``kind="ooo"``, or ``"beam"`` for
+    :func:`~npusched.heuristics.flexer.beam.beam_schedule`) over tilings × dataflows
+    (:data:`~npusched.heuristics.flexer.ooo.DATAFLOWS`), or the best static schedule
     (``"static"``) over tilings × loop orders × stationarities (:data:`STATIC_DATAFLOWS`). Past
     ``deadline`` (a ``time.time()``) the search stops with the best found so far.
 
@@ -276,14 +288,14 @@ def search_layer(
     ValueError
         Unknown ``kind``, or a layer Flexer does not tile.
     """
-    if kind not in ("ooo", "static"):
-        raise ValueError(f"unknown search {kind!r}; choose ooo or static")
+    if kind not in KINDS:
+        raise ValueError(f"unknown search {kind!r}; choose from {KINDS}")
     if not supports(layer):
         raise ValueError(f"{layer.name}: {layer.op} is not tiled")
     t0 = time.perf_counter()
     late = deadline is not None and time.time() > deadline  # then not even the tilings
     cands = [] if late else candidates(net, layer, s)
-    dfs = list(DATAFLOWS) if kind == "ooo" else [f"{o}/{st}" for o, st in STATIC_DATAFLOWS]
+    dfs = list(DATAFLOWS) if kind != "static" else [f"{o}/{st}" for o, st in STATIC_DATAFLOWS]
     best, sched, evaluated, done = _search(cands, s, kind, dfs, deadline)
     done = done and not late
     out = Result(Status.FEASIBLE, f"flexer-{kind}", "none", solution=sched)

@@ -35,6 +35,8 @@ class Settings:
     metric: str = "latency*bytes"
     max_ops: int = 256
     window: int | None = None
+    beam_width: int = 4  # flexer-beam: branches kept per step
+    beam_depth: int = 2  # flexer-beam: sets looked ahead per branch (1: none beyond its own)
     prefetch: bool = False
     fill_drain: int | None = None  # cycles per operation; None: rows + columns of the array
     cost: str = "compute"  # intra-core cost model of an operation (npusched.costmodel)
@@ -56,6 +58,10 @@ class Settings:
             raise ValueError(f"unknown metric {self.metric!r}; choose from {METRICS}")
         if self.n_npus < 1 or self.capacity < 1 or self.bandwidth <= 0:
             raise ValueError("NPUs, buffer and bandwidth must be positive")
+        if self.beam_width < 1 or self.beam_depth < 1:
+            raise ValueError(
+                f"beam width and depth must be >= 1, got {self.beam_width} and {self.beam_depth}"
+            )
         if self.fill_drain is not None and self.fill_drain < 0:
             raise ValueError(f"fill_drain must be >= 0, got {self.fill_drain}")
         if self.cost not in ("compute", "analytic", "zigzag"):
