@@ -70,8 +70,9 @@ def with_core(arch: Arch, sram: float, register: int) -> Arch:
     regs = {op: Register(register, r.bandwidth_bytes_per_cycle, r.shared_over)
             for op, r in arch.cores[0].registers.items()}  # fmt: skip
     cores = tuple(
-        dataclasses.replace(c, registers=regs, sram_read_bytes_per_cycle=sram,
-                            sram_write_bytes_per_cycle=sram)  # fmt: skip
+        dataclasses.replace(
+            c, registers=regs, sram_read_bytes_per_cycle=sram, sram_write_bytes_per_cycle=sram
+        )
         for c in arch.cores
     )
     return dataclasses.replace(arch, cores=cores)
@@ -161,12 +162,29 @@ def check_all(mesh: str, sram: float, register: int) -> tuple[list[dict[str, Any
                      "baseline 1 cycles": f"{cycles:.4E}", "paper": f"{paper:.4E}",
                      "ours / paper": round(cycles / paper, 3),
                      "within ±25 %": abs(cycles / paper - 1) <= 0.25})  # fmt: skip
-        parts.append(f"\n#### {n}: baseline 1's μop cycles by layer kind\n")
+        parts.append(f"\n### {n}: baseline 1's μop cycles by layer kind\n")
         parts.append(tabulate(breakdown(inst, sched, arch), headers="keys", tablefmt="github"))
     return rows, "\n".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.calibrate``: ``fit`` searches the grid of ``--sram`` ×
+    ``--registers`` on :data:`FIT_ON` (:func:`fit`) and checks the best pair on every network
+    (:func:`check_all`); ``sensitivity`` varies each machine assumption on ``--network``
+    (:func:`sensitivity`). Prints the tables and, with ``--doc``, writes them into that Markdown
+    file (``fit`` into its ``tables`` block, ``sensitivity`` into its ``sensitivity`` block).
+
+    Parameters
+    ----------
+    argv
+        The arguments of the module docstring's command lines (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0 (a baseline-1 schedule that fails verification raises
+        ``AssertionError``).
+    """
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("mode", choices=["fit", "sensitivity"])
     ap.add_argument("--mesh", default="3x3")
@@ -192,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{best['register B']} (worst |ln(ours/paper)| {best['worst |ln|']:.3f}); "
             f"{time.perf_counter() - t0:.0f} s.\n",
             tabulate(rows, headers="keys", tablefmt="github"),
-            "\n### The grid\n",
+            "\n## The grid\n",
             tabulate(found["grid"], headers="keys", tablefmt="github"),
             parts,
         ])  # fmt: skip

@@ -173,6 +173,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 
 def ratio(a: int | None, b: int | None) -> float | None:
+    """``a / b``, or ``None`` when either is missing or 0 (a model that gave no latency)."""
     return None if not a or not b else a / b
 
 
@@ -200,6 +201,23 @@ def summary(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.costmodel``: cost every layer of ``--networks`` on the first
+    core of each of ``--archs`` with the analytic roofline, the PE array's compute steps and
+    (unless ``--no-zigzag``) ZigZag (``--cache``, ``--time-limit`` and ``--lpf`` for its
+    search), and on ``stream-hetero`` Stream's exported CNs too (:func:`export_rows`, when the
+    shared export is there); print the summaries and the per-layer table, write them into
+    ``--doc``'s ``tables`` block and the rows to ``--json``.
+
+    Parameters
+    ----------
+    argv
+        The arguments of the module docstring's command line (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0.
+    """
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--networks", default="resnet18,resnet50,vgg16")
     ap.add_argument("--archs", default="klotski-4x4,flexer-arch5,stream-hetero")
@@ -228,18 +246,18 @@ def main(argv: list[str] | None = None) -> int:
             exported = export_rows(models, arch)
     parts = [f"Measured in {time.perf_counter() - t0:.0f} s (ZigZag calls cached on disk).\n"]
     if not args.no_zigzag:
-        parts += ["### Analytic over ZigZag, per architecture and layer kind\n",
+        parts += ["## Analytic over ZigZag, per architecture and layer kind\n",
                   _table(summary(rows, "analytic", "zigzag")),
-                  "\n### The same by layer type (convolutions by kernel and stride)\n",
+                  "\n## The same by layer type (convolutions by kernel and stride)\n",
                   _table(summary(rows, "analytic", "zigzag", by="type"))]  # fmt: skip
     if exported:
         onchip = [r for r in exported if not r["dram"]]
-        parts += ["\n### Stream's exported ResNet-18 CNs: each model over Stream's latency\n",
+        parts += ["\n## Stream's exported ResNet-18 CNs: each model over Stream's latency\n",
                   "analytic:\n", _table(summary(onchip, "analytic", "stream"))]  # fmt: skip
         if not args.no_zigzag:
             parts += ["\nZigZag (ours):\n", _table(summary(onchip, "zigzag", "stream"))]
         parts.append("\n" + tabulate(exported, headers="keys", tablefmt="github"))
-    parts += ["\n### Per layer\n", tabulate(rows, headers="keys", tablefmt="github")]
+    parts += ["\n## Per layer\n", tabulate(rows, headers="keys", tablefmt="github")]
     publish("\n".join(parts), args.doc)
     if args.json:
         write_json(args.json, {"layers": rows, "export": exported})

@@ -1,5 +1,7 @@
 """Delay-aware list heuristics on graphs with a known optimum, and their growth with n.
 
+::
+
     python -m npusched.bench.delays gaps [--sizes 50,100,200,500] [--procs 2,4,6,8,9,12,16]
                                          [--densities 10,50,90] [--seeds 1] [--restarts 8]
     python -m npusched.bench.delays shared [--restarts 8]
@@ -217,6 +219,10 @@ def _progress(graphs: list[tuple[SchedulingInstance, int]], desc: str) -> Any:
 
 
 def gaps_main(args: argparse.Namespace) -> int:
+    """``gaps`` (module docstring): every heuristic of :func:`heuristics` on the graphs of
+    :func:`generated`; prints the mean gap per size, processor count and density, then the mean
+    seconds per size. Returns 0; a schedule that fails verification raises
+    ``AssertionError``."""
     methods = heuristics(args.restarts, args.etf_max)
     names = list(methods)
     rows = [
@@ -230,6 +236,9 @@ def gaps_main(args: argparse.Namespace) -> int:
 
 
 def shared_main(args: argparse.Namespace) -> int:
+    """``shared`` (module docstring): every heuristic on the shared MSPCD files of :func:`shared`;
+    prints one row per file and the mean gaps. Returns 0, or 1 when ``../shared/benchmarks/mspcd``
+    holds no ``.td`` file; a schedule that fails verification raises ``AssertionError``."""
     graphs = shared()
     if not graphs:
         print(f"no .td files in {SHARED}")
@@ -291,6 +300,10 @@ def goal_table(rows: list[dict[str, Any]], names: list[str]) -> str:
 
 
 def exact_main(args: argparse.Namespace) -> int:
+    """``exact`` (module docstring): :func:`run_exact` on the graphs of :func:`generated` or,
+    with ``--shared``, of :func:`shared`; prints one row per graph, the summaries per size,
+    processor count and density, and :func:`goal_table`. Returns 0, or 1 when ``--shared`` finds
+    no ``.td`` file; a schedule that fails verification raises ``AssertionError``."""
     graphs = shared() if args.shared else generated(args)
     if not graphs:
         print(f"no .td files in {SHARED}")
@@ -360,6 +373,16 @@ def scaling_main(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.delays``: parse ``argv`` (one of the module docstring's
+    command lines, without the program name; default ``sys.argv[1:]``) and run its sub-command,
+    :func:`gaps_main`, :func:`shared_main`, :func:`scaling_main` or :func:`exact_main`.
+
+    Returns
+    -------
+    int
+        The sub-command's exit code: 0, or 1 when ``shared`` (or ``exact --shared``) finds no
+        shared file.
+    """
     p = argparse.ArgumentParser(prog="python -m npusched.bench.delays", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = p.add_subparsers(dest="cmd", required=True)

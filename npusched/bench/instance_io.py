@@ -62,6 +62,10 @@ def run_step(args: list[str]) -> tuple[float, float, str]:
 
 
 def run_case(arch: str, s: str, align: bool, folder: Path) -> list[dict[str, Any]]:
+    """The steps of the module docstring on ResNet-50 partitioned on ``arch`` at μtensor ``s``
+    (``--no-align`` unless ``align``), each a :func:`run_step` writing into ``folder``: one row
+    per step with its seconds, peak MiB, the size of the file it wrote, and the case's μops and
+    edges (from ``info``). A step that fails raises ``RuntimeError``."""
     inst, gz, sol = folder / "i.json", folder / "i.json.gz", folder / "s.json"
     part = ["partition", "--network", "resnet50", "--arch", arch, "--scheme", "klotski"]
     part += ["--s", s] + ([] if align else ["--no-align"])
@@ -108,6 +112,21 @@ def growth(rows: list[dict[str, Any]]) -> list[list[Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.instance_io``: :func:`run_case` on every case of
+    :data:`CASES` up to ``--max-uops`` μops, with the files in ``--dir`` (default: a temporary
+    folder, removed at the end); prints the table of steps and the growth between cases
+    (:func:`growth`).
+
+    Parameters
+    ----------
+    argv
+        The arguments of the module docstring's command line (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0 (a step that fails raises ``RuntimeError``).
+    """
     p = argparse.ArgumentParser(prog="python -m npusched.bench.instance_io", description=__doc__)
     p.add_argument("--max-uops", type=int, default=10**7, help="skip larger cases")
     p.add_argument("--dir", help="where to write the files (default: a temporary folder)")

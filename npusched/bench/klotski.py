@@ -118,7 +118,7 @@ def table(rows: list[dict[str, Any]], mesh: str) -> str:
     (the goal: at most 0.1)."""
     head = ("| workload | method | cycles | ratio | runtime (s) | HUR | paper cycles | paper ratio "
             "| paper runtime (s) | paper HUR | runtime / paper's |")  # fmt: skip
-    lines = [f"### {mesh.replace('x', '×')} mesh", "", head, "|" + " --- |" * 11]
+    lines = [f"## {mesh.replace('x', '×')} mesh", "", head, "|" + " --- |" * 11]
     for r in (r for r in rows if r["mesh"] == mesh):
         p = PAPER.get((r["network"], mesh))
         b1 = r["baseline1"]
@@ -149,6 +149,8 @@ def table(rows: list[dict[str, Any]], mesh: str) -> str:
 
 
 def tables(rows: list[dict[str, Any]]) -> str:
+    """The Markdown that ``--doc`` writes: :func:`table` for each mesh in ``rows`` (in the
+    order the rows first name them), then :func:`goals`."""
     meshes = list(dict.fromkeys(r["mesh"] for r in rows))
     return "\n\n".join([*(table(rows, m) for m in meshes), goals(rows)])
 
@@ -156,7 +158,7 @@ def tables(rows: list[dict[str, Any]]) -> str:
 def goals(rows: list[dict[str, Any]]) -> str:
     """Klotski against baseline 2 (on its own partition, and on Klotski's: the ablation), the gap
     to the instance's bound and the runtime share, per row and summed up."""
-    lines = ["### Klotski against baseline 2, the bound and the runtime", "",
+    lines = ["## Klotski against baseline 2, the bound and the runtime", "",
              "| workload | mesh | Klotski / baseline 2 | Klotski / baseline 2 on Klotski's "
              "partition | gap to the bound | runtime / paper's | evaluations | complete |",
              "|" + " --- |" * 8]  # fmt: skip
@@ -178,6 +180,22 @@ def goals(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.klotski``: :func:`run_row` for every mesh of ``--meshes``
+    and network of ``--networks`` (one progress line each, the rows rewritten to ``--json``
+    after each), then print :func:`tables` and, with ``--doc``, write them into that file's
+    ``tables`` block.
+
+    Parameters
+    ----------
+    argv
+        The arguments of the module docstring's command line (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0 (a Klotski schedule that fails verification raises
+        ``AssertionError``).
+    """
     p = argparse.ArgumentParser(prog="python -m npusched.bench.klotski", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--networks", default=",".join(NETWORKS))
@@ -191,8 +209,12 @@ def main(argv: list[str] | None = None) -> int:
                    "goal; 0: no limit)")  # fmt: skip
     p.add_argument("--machine", choices=["routed", "compute-only"], default="routed")
     p.add_argument("--cost", choices=["analytic", "zigzag"], default="analytic")
-    p.add_argument("--objective", choices=["makespan", "entropy"], default="makespan",
-                   help="what the search returns to BO (§III-A: the makespan, or eq. 3)")
+    p.add_argument(
+        "--objective",
+        choices=["makespan", "entropy"],
+        default="makespan",
+        help="what the search returns to BO (§III-A: the makespan, or eq. 3)",
+    )
     p.add_argument("--inner", choices=["list", "atomic", "best"], default="list")
     p.add_argument("--json", type=Path, help="also write the rows here")
     p.add_argument("--doc", type=Path, help="Markdown file whose tables block is replaced")

@@ -135,6 +135,22 @@ def _run(args: str) -> tuple[float, int, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.limits``: generate the inputs (into ``--keep`` or a
+    temporary folder), run each row of :data:`CASES` whose name contains one of ``--only``'s
+    substrings with ``--time-limit`` ``--limit`` (a row's own limit where it sets one), and print
+    one table row each: the wall clock against the allowance ``per · (1.1 · L + 2 s)`` and the
+    command's exit code. Rows that need ``../shared`` are skipped when it is absent.
+
+    Parameters
+    ----------
+    argv
+        The arguments of the module docstring's command line (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0 when every row held its allowance, 1 when some row overran.
+    """
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--limit", type=float, default=5.0, help="--time-limit of every row (s)")
     p.add_argument("--only", help="comma-separated substrings of row names")

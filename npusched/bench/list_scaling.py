@@ -38,6 +38,8 @@ class Case:
 
     @property
     def name(self) -> str:
+        """The case's label in the table: ``klotski-4x4 s=14,14,64,64``, with ``no-align``
+        appended when unaligned."""
         tail = "" if self.align else " no-align"
         return f"{self.arch} s={','.join(map(str, self.s))}{tail}"
 
@@ -133,6 +135,20 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.list_scaling``: :func:`measure` every case of
+    :data:`CASES` of at most ``--max-uops`` μops (ETF up to ``--etf-max-uops``) and print
+    :func:`table`.
+
+    Parameters
+    ----------
+    argv
+        ``[--max-uops N] [--etf-max-uops N]`` (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0 when every priority-list and atomic schedule verified, else 1.
+    """
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
         "--max-uops",

@@ -77,6 +77,8 @@ def with_dram(inst: RoutedInstance, rng: np.random.Generator) -> RoutedInstance:
 
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
+    """The rows of :func:`measure` as the lines of a Markdown table, with the growth of n and of
+    the time against the previous row."""
     lines = [
         "| μops | edges | seconds | μs per μop | n growth | time growth | write-backs | "
         "re-fetches | verify |",
@@ -93,6 +95,20 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.memory_scaling``: :func:`measure` at each count of
+    ``--layers`` (``--width`` μops each, with ``--evict`` the DRAM variant) and print
+    :func:`table`.
+
+    Parameters
+    ----------
+    argv
+        The arguments of the module docstring's command line (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0 when every schedule verified, else 1.
+    """
     p = argparse.ArgumentParser(prog="python -m npusched.bench.memory_scaling",
                                 description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip

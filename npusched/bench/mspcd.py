@@ -65,6 +65,9 @@ def _fmt(v: Any) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
+    """The rows of :func:`run_graph` as a Markdown table (makespans, ``joint``'s status, bound
+    and seconds to the optimum), then each method's mean gap and how often ``joint`` reached the
+    optimum."""
     cols = ["graph", "p", "network", "optimum", "etf", "priority", "joint", "joint_status",
             "joint_bound", "joint_first_opt_s", "joint_s"]  # fmt: skip
     lines = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
@@ -78,6 +81,22 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.mspcd``: :func:`run_graph` on each ``.td`` file given
+    (default: the six shared n = 50 graphs) with ``--time-limit`` and ``--threads`` for
+    ``joint``, one progress line per graph, then :func:`table`.
+
+    Parameters
+    ----------
+    argv
+        The arguments of the module docstring's command line (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0; 2 (argparse's error) when no file is given and none is shared. A
+        graph without a reference optimum raises ``ValueError``, a schedule that fails
+        verification ``AssertionError``.
+    """
     p = argparse.ArgumentParser(prog="python -m npusched.bench.mspcd", description=__doc__)
     p.add_argument("files", nargs="*", help=f".td files (default: {SHARED}/ogra50_*.td)")
     p.add_argument("--time-limit", type=float, default=60.0, help="joint's seconds per graph")

@@ -103,6 +103,16 @@ def resnet50_case(net: Network, s: tuple[int, int, int, int]) -> tuple[int, int]
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run ``python -m npusched.bench.partition_scale``: Stream's case on a ``--size`` ×
+    ``--size`` feature map (:func:`stream_case`, then :func:`stream_case_general`), then
+    ResNet-50 near each μop count of ``--resnet`` (:func:`choose_s`); one line each with the
+    counts, seconds and peak MiB. Returns nothing: the command's exit code is 0.
+
+    Parameters
+    ----------
+    argv
+        ``[--size N] [--resnet N ...]`` (default: ``sys.argv[1:]``).
+    """
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, default=448, help="feature map of Stream's case")
     p.add_argument("--resnet", type=int, nargs="*", default=[10**5, 10**6])

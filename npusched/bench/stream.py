@@ -155,6 +155,8 @@ def _peaks(capacity: list[int], peaks: list[int]) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
+    """The rows of :func:`run_export` as the Markdown table of the module docstring; a row whose
+    scheduler deadlocked on the memories shows the deadlock in place of its figures."""
     head = (
         "| export | allocation | method | makespan | / Stream's | bound | peak / capacity per "
         "core | write-backs / re-fetches | verify with memory | s |\n"
@@ -186,6 +188,20 @@ def _pair(text: str) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.stream``: :func:`run_export` on each export given (default:
+    the shared ones) with ``--time-limit``, ``--threads``, ``--ga`` and ``--scale``, then print
+    :func:`table` and, with ``--doc``, write it into that file's ``tables`` block.
+
+    Parameters
+    ----------
+    argv
+        The arguments of the module docstring's command line (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0, also when some schedule fails verification (its row says so).
+    """
     p = argparse.ArgumentParser(prog="python -m npusched.bench.stream", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("exports", nargs="*", type=Path, help="Stream exports (default: shared)")

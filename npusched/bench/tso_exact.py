@@ -123,6 +123,23 @@ def _summary(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.tso_exact``: :func:`run_layer` on every ``conv``/``fc``
+    layer of ``--networks`` on ``--arch``, print the settings, the table per network and the
+    totals of the module docstring, and one ``MISMATCH`` line per layer in error; ``--json``
+    gets every layer's row, ``-v`` prints one line per layer as it goes.
+
+    Parameters
+    ----------
+    argv
+        The options of the module docstring (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0, or 1 when some layer's exact optimum differs from the enumeration's,
+        the exact tiling does not re-evaluate to its objective, or (``--mip``) the MIP
+        disagrees with the enumeration.
+    """
     p = argparse.ArgumentParser(prog="python -m npusched.bench.tso_exact", description=__doc__)
     p.add_argument("--arch", default="tso-nmp-16")
     p.add_argument("--networks", default=",".join(NETWORKS), help="comma-separated zoo names")

@@ -37,6 +37,22 @@ def _ratio(r: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.tso_speed``: :func:`~npusched.methods.tiling.tile_network`
+    on each of ``--networks`` on ``--arch``, once in this process and once through a pool of
+    ``--workers`` processes; print the search seconds of both beside the paper's and, when
+    InceptionV3 is among them, whether the goal :data:`GOAL_INCEPTION_S` is met.
+
+    Parameters
+    ----------
+    argv
+        ``[--arch NAME] [--workers N] [--networks a,b,...]`` (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0, whether the goal is met or not (the serial and parallel searches
+        choosing differently raise ``AssertionError``).
+    """
     p = argparse.ArgumentParser(prog="python -m npusched.bench.tso_speed", description=__doc__)
     p.add_argument("--arch", default="tso-nmp-16")
     p.add_argument("--workers", type=int, default=2, help="process-pool size (default 2)")

@@ -197,6 +197,20 @@ def render(rows: list[dict[str, Any]], arch: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.tso_table``: :func:`network_row` for each network of
+    :data:`NETWORKS` on ``--arch`` (``--workers`` parallel layer searches), print
+    :func:`render`, and with ``--json`` write the rows beside the paper's figures.
+
+    Parameters
+    ----------
+    argv
+        ``[--arch NAME] [--workers N] [--json FILE]`` (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0, also when some ordering of the paper fails (the output says which).
+    """
     p = argparse.ArgumentParser(prog="python -m npusched.bench.tso_table", description=__doc__)
     p.add_argument("--arch", default="tso-nmp-16")
     p.add_argument("--workers", type=int, help="parallel layer searches (default: all cores)")
