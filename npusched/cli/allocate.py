@@ -27,6 +27,23 @@ OUTPUT_RESERVE = 2.0
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``npusched allocate``: the allocation search on ``args.export`` (the GA, with
+    ``--method cpsat`` then the exact allocation model under LNS), the allocation with the
+    shortest makespan scheduled by the memory-aware list, the files of the module docstring
+    written into ``--out-dir`` once every search is done, and one summary line printed.
+
+    Returns
+    -------
+    int
+        The exit code: 0 (failures raise).
+
+    Raises
+    ------
+    InputError
+        The export cannot be read or is not a Stream export.
+    ValueError
+        No allocation was found whose schedule fits the memories.
+    """
     started = time.perf_counter()
     from tqdm import tqdm
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 
 def positive_int(text: str) -> int:
+    """A whole number of at least 1 (``--cores``, ``--threads``, ``--workers``, ...)."""
     try:
         v = int(text)
     except ValueError:
@@ -40,6 +41,7 @@ def finite_float(text: str) -> float:
 
 
 def positive_float(text: str) -> float:
+    """A finite number above 0 (``--time-limit``, ``--link-bandwidth``, ...)."""
     v = finite_float(text)
     if not v > 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {text}")
@@ -79,6 +81,7 @@ def memory_limit(parser: argparse.ArgumentParser) -> None:
 
 
 def mesh(text: str) -> tuple[int, int]:
+    """A mesh ``ROWSxCOLS`` (``4x4``, ``3X5``) as ``(rows, cols)``, each at least 1."""
     try:
         rows, cols = (int(v) for v in text.lower().split("x"))
     except ValueError:
@@ -89,6 +92,8 @@ def mesh(text: str) -> tuple[int, int]:
 
 
 def int_list(text: str) -> list[int]:
+    """Comma-separated whole numbers, each at least 1 (``50,100,200``); empty items, as in a
+    trailing comma, are skipped."""
     try:
         return [positive_int(t) for t in text.split(",") if t]
     except ValueError:
@@ -221,4 +226,3 @@ def cost_model_of(args: argparse.Namespace, arch: Any) -> Any:
     if name == "zigzag":
         return cost_model(name, arch, time_limit=args.zigzag_time_limit)
     return cost_model(name, arch)
-

@@ -21,6 +21,23 @@ from npusched.common.errors import InputError
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``npusched compare``: every method of ``--methods`` on every instance (each ``.stg``
+    file once per count of ``--cores``) as parallel jobs, locally or on a Dask scheduler; print
+    the table (unless ``--quiet`` with ``--csv``) and the summary, write ``--csv`` and
+    ``--solutions``, and name each failed job on stderr.
+
+    Returns
+    -------
+    int
+        The exit code: 0, or 1 when some job ended in an error.
+
+    Raises
+    ------
+    ValueError
+        An unknown method in ``--methods``.
+    InputError
+        An instance file that does not exist, or an ``.stg`` file without ``--cores``.
+    """
     from npusched.bench.compare import Job, compare, summarize, table, write_csv
     from npusched.common.executor import open_executor
 

@@ -19,6 +19,19 @@ from npusched.cli.args import (
 
 
 def run_qaplib(args: argparse.Namespace) -> int:
+    """Run ``npusched convert qaplib``: a QAPLIB ``.dat`` file (Nugent's grid instances) to a
+    placement instance JSON at ``--output``, and one line naming its size and reference optimum.
+
+    Returns
+    -------
+    int
+        The exit code: 0 (failures raise).
+
+    Raises
+    ------
+    InputError
+        The file cannot be read as QAPLIB.
+    """
     from npusched.io import read_qaplib, write_placement
 
     inst = read_qaplib(args.file)
@@ -32,6 +45,20 @@ def run_qaplib(args: argparse.Namespace) -> int:
 
 
 def run_stream(args: argparse.Namespace) -> int:
+    """Run ``npusched convert stream``: a Stream export to a routed instance JSON at
+    ``--output`` (Stream's allocation fixed unless ``--free-allocation``; each compute core's top
+    memory a capacity unless ``--no-memory``), and one line with its size and Stream's makespan.
+
+    Returns
+    -------
+    int
+        The exit code: 0 (failures raise).
+
+    Raises
+    ------
+    InputError
+        The file cannot be read as a Stream export.
+    """
     from npusched.io import read_stream, write_instance
 
     inst = read_stream(args.file, args.free_allocation, not args.no_memory)
@@ -46,6 +73,21 @@ def run_stream(args: argparse.Namespace) -> int:
 
 
 def run_mspcd(args: argparse.Namespace) -> int:
+    """Run ``npusched convert mspcd``: a Davidović–Crainic ``.td`` graph on ``--procs``
+    processors (default: from the file name) to an instance JSON at ``--output``, and one line
+    with its size, network and reference optimum.
+
+    Returns
+    -------
+    int
+        The exit code: 0 (failures raise).
+
+    Raises
+    ------
+    InputError
+        The file cannot be read as MSPCD, or no processor count is given or in the file name,
+        or it is not one of the networks'.
+    """
     from npusched.io import read_mspcd, write_instance
 
     inst = read_mspcd(args.file, args.procs)
@@ -75,6 +117,24 @@ def contended(inst, contention: bool):
 
 
 def run_stg(args: argparse.Namespace) -> int:
+    """Run ``npusched convert stg``: a Kasahara ``.stg`` graph on ``--cores`` identical cores or
+    a ``--mesh``, with ``--hop-latency``, ``--link-bandwidth`` and ``--edge-bytes`` as the NoC's
+    delays and ``--contention`` for the routed form, to an instance JSON at ``--output``, and one
+    line with its size and reference optimum.
+
+    Returns
+    -------
+    int
+        The exit code: 0 (failures raise).
+
+    Raises
+    ------
+    InputError
+        The file cannot be read as STG.
+    ValueError
+        NoC options without ``--mesh``, or ``--contention`` without ``--mesh`` and
+        ``--link-bandwidth``.
+    """
     from npusched.io import read_stg, write_instance
 
     if args.mesh:

@@ -19,6 +19,16 @@ from npusched.cli.convert import contended
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``npusched generate layered``: a random layered DAG of ``--layers`` × ``--width``
+    μops on a ``--mesh`` with ``--hop-latency`` and ``--link-bandwidth``
+    (:func:`~npusched.bench.generate.layered_dag`, repeatable for a ``--seed``), in its routed
+    form with ``--contention``, written to ``--output``, and one line with its size.
+
+    Returns
+    -------
+    int
+        The exit code: 0 (failures raise).
+    """
     from npusched.bench.generate import layered_dag
     from npusched.io import write_instance
 
@@ -79,6 +89,22 @@ def seed(text: str) -> int:
 
 
 def run_known_optimum(args: argparse.Namespace) -> int:
+    """Run ``npusched generate known-optimum``: an MSPCD task graph of ``--n`` tasks on
+    ``--procs`` processors built around a schedule without idle time
+    (:func:`~npusched.bench.generate.known_optimum`), its optimum ``--work-per-proc`` written as
+    the instance's reference, to ``--output``; one line with its size and optimum.
+
+    Returns
+    -------
+    int
+        The exit code: 0 (failures raise).
+
+    Raises
+    ------
+    ValueError
+        Fewer tasks than processors, or a work per processor below ``⌈n / procs⌉`` or above
+        2^40.
+    """
     from npusched.bench.generate import default_work_per_proc, known_optimum
     from npusched.common.limits import MAX_VALUE
     from npusched.io import write_instance

@@ -29,6 +29,21 @@ def instance_info(inst) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``npusched info``: read the instance (an ``.stg`` file on ``--cores``) and print
+    :func:`instance_info` as a table, or with ``--json`` as one JSON object.
+
+    Returns
+    -------
+    int
+        The exit code: 0 (failures raise).
+
+    Raises
+    ------
+    InputError
+        The instance cannot be read.
+    ValueError
+        A placement instance, which has no graph to describe.
+    """
     import json
 
     from npusched.cli.args import load

@@ -28,6 +28,25 @@ OUTPUT_RESERVE = 3.0
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``npusched orchestrate``: Klotski's orchestration of ``--network`` on ``--arch``
+    (:func:`~npusched.search.orchestrate.orchestrate`: ``--budget`` evaluations of μtensor
+    shapes, then the exact stages on the best) within ``--time-limit`` less
+    :data:`OUTPUT_RESERVE`, the files of the module docstring written into ``--out-dir``, and
+    one summary line printed (marked incomplete when the time limit stopped the search).
+
+    Returns
+    -------
+    int
+        The exit code: 0 (failures raise).
+
+    Raises
+    ------
+    InputError
+        An unknown zoo network or a network file that cannot be read.
+    ValueError
+        An unknown architecture, a network with no μtensor shape that fits the architecture,
+        or a ``--s`` that is not a feasible point of the design space.
+    """
     started = time.perf_counter()
     from npusched.arch import load_arch
     from npusched.common.executor import open_executor

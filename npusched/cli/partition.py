@@ -9,6 +9,13 @@ from npusched.cli.args import cost_model_of, flag, machine_options, output_file
 
 
 def ints(text: str, n: int, what: str) -> tuple[int, ...]:
+    """The ``n`` comma-separated positive integers of option ``what`` (``--s 8,8,16,16``).
+
+    Raises
+    ------
+    ValueError
+        ``text`` is not ``n`` integers of at least 1; the message names ``what``.
+    """
     try:
         values = tuple(int(v) for v in text.split(","))
     except ValueError:
@@ -19,6 +26,25 @@ def ints(text: str, n: int, what: str) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``npusched partition``: cut ``--network`` on ``--arch`` by ``--scheme`` (Klotski's
+    μtensor ``--s``, Stream's CN loops ``--cn``, Flexer's ``--tiles`` and ``--loop-order``) with
+    the ``--machine`` and ``--cost`` model (:func:`~npusched.partition.api.partition_network`),
+    write the instance to ``--output``, and print its size (and the tile shapes whose cost fell
+    back to the analytic model).
+
+    Returns
+    -------
+    int
+        The exit code: 0 (failures raise).
+
+    Raises
+    ------
+    InputError
+        An unknown zoo network or a network file that cannot be read.
+    ValueError
+        An unknown architecture, malformed ``--s``, ``--cn`` or ``--tiles``, options the scheme
+        lacks, or a partition that does not fit the cores' memories.
+    """
     from npusched.arch import load_arch
     from npusched.io import write_instance
     from npusched.partition.api import partition_network, resolve_network

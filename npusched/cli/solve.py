@@ -19,6 +19,25 @@ from npusched.cli.args import (
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``npusched solve``: read the instance, run ``--method`` on it
+    (:func:`~npusched.methods.registry.solve` with the options the user set), verify its
+    solution and print one line (result, makespan or NoC cost, verification, the reference
+    optimum and Stream's makespan where known), then write ``--out`` and the plots asked for
+    (``--gantt``, ``--trace``, ``--memory-trace``, ``--heatmap``, ``--anytime``).
+
+    Returns
+    -------
+    int
+        The exit code of :func:`exit_code`: 0 verified, 1 failed verification,
+        :data:`NO_SOLUTION` (3) no solution or a solver error.
+
+    Raises
+    ------
+    InputError
+        The instance cannot be read.
+    ValueError
+        An unknown method or backend, or an option the method does not take.
+    """
     from npusched.cli.args import load
     from npusched.io import write_solution
     from npusched.methods import solve

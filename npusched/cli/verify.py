@@ -9,6 +9,22 @@ from npusched.cli.args import FREE, NO_MEMORY, flag, positive_int
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``npusched verify``: check the solution JSON against the instance
+    (:func:`~npusched.verify.check`, with the makespan or NoC cost the file claims, and each
+    operation's recorded end) and print that it is feasible with its value, or the violations
+    (the first 50).
+
+    Returns
+    -------
+    int
+        The exit code: 0 feasible, 1 some violation.
+
+    Raises
+    ------
+    InputError
+        The instance or the solution cannot be read, or the solution is not one of this
+        instance.
+    """
     from npusched.cli.args import load
     from npusched.io import read_solution
     from npusched.io.solution_json import end_violations
