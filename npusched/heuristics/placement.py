@@ -62,10 +62,10 @@ def anneal_placement(
 
     The cost change of swapping the cells of ``a`` and ``b`` is evaluated in O(n):
     ``Δ = Σ_u (w_au − w_bu)(d(l_b, l_u) − d(l_a, l_u))`` over ``u ≠ a, b``. Geometric cooling over
-    ``sweeps × L²/2`` proposals from ``t0`` (default: the mean |Δ| of random swaps) to ``t0/1000``;
-    returns the best placement seen, at ``deadline`` (``time.perf_counter()``) the best so far.
-    The proposals are drawn in blocks (a 32 × 32 mesh has 2·10⁸ of them). Repeatable for a
-    given ``seed`` when it runs to the end.
+    ``sweeps × L²/2`` proposals from ``t0`` (default: the mean ``|Δ|`` of random swaps) to
+    ``t0/1000``; returns the best placement seen, at ``deadline`` (``time.perf_counter()``) the
+    best so far. The proposals are drawn in blocks (a 32 × 32 mesh has 2·10⁸ of them).
+    Repeatable for a given ``seed`` when it runs to the end.
     """
     rng = np.random.default_rng(seed)
     w, loc = _padded(inst, start)

@@ -81,6 +81,8 @@ def bounded(method: str, backend: str, ctx: Context, run: Callable[[Context], Re
 
 
 def _always(problem: Any) -> str | None:
+    """The default ``applies`` of a :class:`Method`: ``None`` for every ``problem``, so the method
+    solves every instance of its problem type."""
     return None
 
 

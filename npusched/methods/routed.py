@@ -61,7 +61,8 @@ def memory_priority(priority: Priority) -> str:
 def run_routed(instance: RoutedInstance, ctx: Context) -> Result:
     """Schedule, allocation and link-contended transfers in one CP-SAT model (makespan), built
     and solved within the time limit (:func:`bounded`: 3 100 μops with contention took 35 s to
-    build alone). Without a solution :func:`solve` returns the warm start with the bound."""
+    build alone). Without a solution :func:`~npusched.methods.registry.solve` returns the warm
+    start with the bound."""
     return bounded("joint", "cpsat", ctx, lambda c: _routed_answer(instance, c))
 
 

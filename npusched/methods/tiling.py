@@ -173,18 +173,23 @@ class NetworkTiling:
 
     @property
     def load_us(self) -> float:
+        """Sum of the layers' IN and W load times in the burst model (µs)."""
         return math.fsum(lc.time.load_us for lc in self.layers)
 
     @property
     def store_us(self) -> float:
+        """Sum of the layers' OUT store times in the burst model (µs)."""
         return math.fsum(lc.time.store_us for lc in self.layers)
 
     @property
     def mac_us(self) -> float:
+        """Sum of the layers' MAC times (µs)."""
         return math.fsum(lc.time.mac_us for lc in self.layers)
 
     @property
     def n_fallback(self) -> int:
+        """How many layers had no feasible candidate under ``fix_tle``/``fix_tlt`` and took the
+        free search's choice instead."""
         return sum(lc.fallback for lc in self.layers)
 
     def to_json(self) -> dict[str, Any]:

@@ -5,8 +5,7 @@ Why a branch and bound and not a model
 The static models cannot prove nug12 (optimum 578) in 60 s on two threads (measured):
 
 * :class:`~npusched.formulations.placement.qap.PlacementModel` (separable Manhattan rows,
-Gilmore–Lawler
-  cuts): bound 462 on CP-SAT, 496 on HiGHS;
+  Gilmore–Lawler cuts): bound 462 on CP-SAT, 496 on HiGHS;
 * the Adams & Johnson (1994) RLT1 linearisation (``y_tkul = z_tk z_ul`` with its RLT
   equalities), tried and not kept: LP bound 538.5, but HiGHS's dual simplex needs 40 s for the
   root LP alone (the LP is very degenerate), and CP-SAT on the same model stops at 348;

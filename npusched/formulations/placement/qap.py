@@ -149,4 +149,6 @@ class PlacementModel:
         return x
 
     def decode(self, x: NDArray[np.float64]) -> Placement:
+        """The placement in a solution vector ``x`` (over ``model``'s variables): each task on
+        the cell whose ``z_tk`` is largest, which is the one set to 1 in an integer solution."""
         return Placement(np.argmax(x[self.z], axis=1))

@@ -146,6 +146,9 @@ class IntervalModel:
         md.add_hint(self.C, schedule.makespan(self.instance))
 
     def decode(self, solver: cp_model.CpSolver) -> Schedule:
+        """The schedule in a solved ``CpSolver``: each μop's start, and its core, the one whose
+        presence is true (per-core latencies) or by interval colouring (identical cores, see
+        :func:`~npusched.problem.scheduling.schedule.assign_cores`)."""
         start = np.array([solver.value(s) for s in self.start], dtype=np.int64)
         if self.identical:
             core = assign_cores(start, self.instance.duration[:, 0], self.instance.m)

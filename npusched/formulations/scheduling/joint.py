@@ -271,6 +271,8 @@ class JointModel:
         return md
 
     def decode(self, solver: cp_model.CpSolver) -> Schedule:
+        """The schedule in a solved ``CpSolver``: each μop's start and the core whose presence
+        ``y_ik`` is true."""
         start = np.array([solver.value(s) for s in self.start], dtype=np.int64)
         core = np.array(
             [next(k for k, y in enumerate(ys) if solver.boolean_value(y)) for ys in self.y],

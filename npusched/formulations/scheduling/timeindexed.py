@@ -79,6 +79,8 @@ class TimeIndexedModel:
         self.T = self.model.add_var("T", 0, w.horizon)
 
     def slots(self, i: int) -> NDArray[np.int64]:
+        """The issue slots ``S_i, …, L_i`` of μop ``i`` (its ASAP/ALAP window), in the order of its
+        binaries ``X_ij`` in ``x[i]``: ``slots(i)[k]`` is the start that ``x[i][k]`` stands for."""
         return np.arange(self.windows.earliest[i], self.windows.latest[i] + 1, dtype=np.int64)
 
     def _assignment(self) -> None:

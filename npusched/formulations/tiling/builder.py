@@ -51,7 +51,7 @@ def bandwidth_fraction(bw: float) -> Fraction:
 
 
 class CpBuilder:
-    """A ``CpModel`` (:attr:`md`) with exact integer building blocks whose results carry
+    """A ``CpModel`` (``model``) with exact integer building blocks whose results carry
     their bounds (interval arithmetic on non-negative integers), so every domain is finite."""
 
     def __init__(self) -> None:

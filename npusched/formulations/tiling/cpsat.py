@@ -72,8 +72,11 @@ class TsoTileModel(CpBuilder):
 
     Attributes
     ----------
-    md
-        The ``CpModel``; it minimises :attr:`objective` (cycles).
+    model
+        The ``CpModel``; it minimises ``objective``.
+    objective
+        TSO's estimate in integer cycles (:meth:`_objective`), the linear expression that
+        :meth:`cutoff` bounds.
     base
         ``(T_R, T_C, T_N, T_M)``.
     """
@@ -419,6 +422,8 @@ class TsoTileModel(CpBuilder):
         self.model.add(self.objective <= upper)
 
     def decode(self, solver: cp_model.CpSolver) -> tuple[int, int, int, int]:
+        """The tile sizes ``(T_R, T_C, T_N, T_M)`` of the solution in a ``CpSolver`` that solved
+        ``model`` (optimal or feasible), as ints."""
         return (
             int(solver.value(self.T_R)),
             int(solver.value(self.T_C)),

@@ -1,7 +1,9 @@
 """Exact models of TSO's tile choice for one convolution (Sousa et al., "Tensor Slicing and
 Optimization for Multicore NPUs", seed ``004_442fbcc29e97fffd.txt``, §IV): the names of
-:mod:`.cpsat` (the CP-SAT model over integer tile sizes), :mod:`.layer_cpsat` (solving a layer's
-9 pairs with it) and :mod:`.mip` (the one-binary-per-candidate model on HiGHS) in one place.
+:mod:`~npusched.formulations.tiling.cpsat` (the CP-SAT model over integer tile sizes),
+:mod:`~npusched.formulations.tiling.layer_cpsat` (solving a layer's 9 pairs with it) and
+:mod:`~npusched.formulations.tiling.mip` (the one-binary-per-candidate model on HiGHS) in one
+place.
 
 Both certify the search of :mod:`npusched.heuristics.tiling.search`: the CP-SAT model is exact
 over the integer tile domains, so it checks the enumeration itself; the MIP is exact relative to

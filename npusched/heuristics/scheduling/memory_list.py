@@ -128,10 +128,12 @@ class Profile:
 
     @property
     def time(self) -> np.ndarray:
+        """The live breakpoints, increasing (a view: valid until the next change)."""
         return self._t[self.lo : self.hi]
 
     @property
     def level(self) -> np.ndarray:
+        """Bits resident from each breakpoint of :attr:`time` to the next (a view, like it)."""
         return self._l[self.lo : self.hi]
 
     def earliest_fit(self, r: int, b: int) -> int | None:
@@ -168,11 +170,15 @@ class Profile:
         self._l[j : self.hi] += b
 
     def add(self, key: int, t: int, b: int) -> None:
+        """Open lifetime ``key``: ``b`` more bits from ``t`` on, for ever until :meth:`close`.
+        Does not check the capacity (:meth:`earliest_fit` chose ``t``)."""
         self._shift(t, b)
         self.held[key] = b
         self.open_bits += b
 
     def close(self, key: int, t: int) -> None:
+        """End open lifetime ``key`` at ``t``: its bits are free from ``t`` on. Raises
+        ``KeyError`` when ``key`` is not open."""
         b = self.held.pop(key)
         self._shift(t, -b)
         self.open_bits -= b

@@ -57,6 +57,8 @@ class Timeline:
         return list(zip(self.starts[j:], self.ends[j:], strict=True))
 
     def add(self, t: int, d: int) -> None:
+        """Mark ``[t, t + d)`` busy, in start order. The caller makes sure it is free
+        (:meth:`first_free`); an overlap is not detected and breaks the lists' invariant."""
         j = bisect_right(self.starts, t)
         self.starts.insert(j, t)
         self.ends.insert(j, t + d)
