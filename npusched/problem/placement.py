@@ -82,6 +82,7 @@ class PlacementInstance:
 
     @property
     def n(self) -> int:
+        """Number of tasks: the side of the ``(n, n)`` ``flow`` matrix."""
         return int(self.flow.shape[0])
 
     @property
@@ -91,6 +92,9 @@ class PlacementInstance:
 
     @property
     def cell_array(self) -> IntArray:
+        """The mesh cells (row-major indices, int64) available to tasks, ``cells`` as checked in
+        construction (every cell of the mesh when none were given); a placement's ``loc`` indexes
+        into it."""
         assert self.cells is not None
         return self.cells
 

@@ -144,6 +144,10 @@ class Accelerator:
 
     @property
     def has_comm_delays(self) -> bool:
+        """Whether a transfer between different cores can delay its consumer: under the
+        ``"per_hop"`` model, or with a positive hop latency or a link bandwidth limit. When false,
+        :meth:`comm_delay` is 0 everywhere and placement only changes the NoC cost (hops ·
+        bytes)."""
         return (
             self.delay_model == "per_hop" or self.hop_latency > 0 or self.link_bandwidth is not None
         )
@@ -205,6 +209,9 @@ class Accelerator:
 
     @property
     def speeds(self) -> list[float]:
+        """Each core's relative speed (:attr:`Core.speed`), in the order of :attr:`cores`: a μop of
+        base latency ``l`` takes ``ceil(l / speed)`` cycles on that core unless the instance gives a
+        per-core latency table."""
         return [c.speed for c in self.cores]
 
     @classmethod

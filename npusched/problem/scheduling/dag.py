@@ -130,12 +130,17 @@ class UopGraph:
 
     @property
     def num_edges(self) -> int:
+        """Number of edges ``e`` (the length of ``src``, ``dst`` and ``bytes``)."""
         return int(self.src.size)
 
     def preds(self, i: int) -> IntArray:
+        """The producers of μop ``i``: the ``src`` of every edge into it, in edge order (a view of
+        the CSR array ``pred_idx``; do not modify it)."""
         return self.pred_idx[self.pred_ptr[i] : self.pred_ptr[i + 1]]
 
     def succs(self, i: int) -> IntArray:
+        """The consumers of μop ``i``: the ``dst`` of every edge out of it, in edge order (a view of
+        the CSR array ``succ_idx``; do not modify it)."""
         return self.succ_idx[self.succ_ptr[i] : self.succ_ptr[i + 1]]
 
     def _by_level(self, of: IntArray) -> list[IntArray]:

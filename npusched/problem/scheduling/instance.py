@@ -37,6 +37,8 @@ class Reference:
 
     @property
     def is_open(self) -> bool:
+        """Whether the instance is open: no proven optimum, but a known lower bound, upper bound or
+        both (the best the literature has)."""
         return self.optimum is None and (
             self.lower_bound is not None or self.upper_bound is not None
         )
@@ -104,10 +106,12 @@ class SchedulingInstance:
 
     @property
     def n(self) -> int:
+        """Number of μops (nodes of :attr:`graph`)."""
         return self.graph.n
 
     @property
     def m(self) -> int:
+        """Number of cores of :attr:`accelerator`."""
         return self.accelerator.m
 
     @property

@@ -51,6 +51,8 @@ class Mesh:
 
     @property
     def size(self) -> int:
+        """Number of cells (cores) of the mesh, ``rows · cols``; cells are numbered ``0..size-1``
+        row-major."""
         return self.rows * self.cols
 
     def coords(self) -> NDArray[np.int64]:

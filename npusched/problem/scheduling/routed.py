@@ -123,6 +123,9 @@ class Topology:
 
     @property
     def num_resources(self) -> int:
+        """Number of resources transfers contend for, each carrying one transfer at a time: one per
+        link outside a bus, one per bus (all its links together); :attr:`resource_of` maps a link
+        index to its resource."""
         return int(self.resource_of.max()) + 1 if self.links else 0
 
     def route(self, a: int, b: int) -> tuple[int, ...]:
@@ -396,43 +399,60 @@ class RoutedInstance:
     # the scheduling instance's nouns, for code that only needs those
     @property
     def graph(self) -> Any:
+        """The μop DAG (:attr:`base`'s :class:`~npusched.problem.scheduling.dag.UopGraph`)."""
         return self.base.graph
 
     @property
     def accelerator(self) -> Any:
+        """The compute cores (:attr:`base`'s
+        :class:`~npusched.problem.scheduling.accelerator.Accelerator`); the DRAM core is not one of
+        them, only an end of :attr:`topology`'s routes."""
         return self.base.accelerator
 
     @property
     def duration(self) -> IntArray:
+        """``(n, m)`` cycles of μop ``i`` on core index ``k`` (:attr:`base`'s durations), whether or
+        not the core is allowed (:attr:`mask`)."""
         return self.base.duration
 
     @property
     def name(self) -> str:
+        """The instance's name (:attr:`base`'s)."""
         return self.base.name
 
     @property
     def source(self) -> dict[str, Any]:
+        """Provenance, free-form and kept in JSON (:attr:`base`'s; a Stream export's memory sizes
+        among them)."""
         return self.base.source
 
     @property
     def reference(self) -> Any:
+        """Published optimum or bounds, if any (:attr:`base`'s
+        :class:`~npusched.problem.scheduling.instance.Reference`)."""
         return self.base.reference
 
     @property
     def n(self) -> int:
+        """Number of μops."""
         return self.base.n
 
     @property
     def m(self) -> int:
+        """Number of compute cores (the DRAM core not counted)."""
         return self.base.m
 
     @property
     def mask(self) -> BoolArray:
+        """``(n, m)`` booleans: μop ``i`` may run on core index ``k`` (``allowed``, all true when it
+        was not given)."""
         assert self.allowed is not None
         return self.allowed
 
     @property
     def fixed_allocation(self) -> bool:
+        """Whether every μop may run on exactly one core (Stream's allocation fixed): only the start
+        times and the transfers' windows are left to decide."""
         return bool((self.mask.sum(axis=1) == 1).all())
 
     @property
@@ -552,9 +572,13 @@ class Transfers:
 
     @property
     def size(self) -> int:
+        """Number of transfers (the length of every array and tuple here)."""
         return int(self.src.size)
 
     def key(self, t: int) -> tuple[int, int]:
+        """Transfer ``t``'s identity, ``(src[t], dst_core[t])``: its producing μop (or ``-1 - k``
+        for DRAM tensor ``k``) and its receiving core index. A producer sends at most once to each
+        core, so the key is unique among the transfers of one assignment."""
         return int(self.src[t]), int(self.dst_core[t])
 
 
@@ -672,10 +696,12 @@ class Moves:
 
     @property
     def size(self) -> int:
+        """Number of moves (write-backs and re-fetches)."""
         return int(self.kind.size)
 
     @staticmethod
     def empty() -> Moves:
+        """No moves: a schedule that evicts nothing."""
         return Moves(*([np.zeros(0, dtype=np.int64)] * 6))
 
 
@@ -702,7 +728,11 @@ class RoutedSchedule:
         return self.moves is not None and self.moves.size > 0
 
     def end(self, inst: RoutedInstance) -> IntArray:
+        """Finish cycle of each μop on its core (``start`` plus its duration there), shape
+        ``(n,)``."""
         return self.start + inst.duration[np.arange(inst.n), self.core]
 
     def makespan(self, inst: RoutedInstance) -> int:
+        """The makespan in cycles: the latest finish of a μop (:meth:`end`). Transfers and moves
+        do not count in themselves (a required transfer ends before the μops it serves start)."""
         return int(self.end(inst).max())

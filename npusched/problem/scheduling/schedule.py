@@ -34,6 +34,8 @@ class Schedule:
         return self.start + instance.duration[np.arange(instance.n), self.core]
 
     def makespan(self, instance: SchedulingInstance) -> int:
+        """The makespan ``Cmax`` in cycles: the latest finish (:meth:`end`) over all μops,
+        recomputed from ``instance``'s durations."""
         return int(self.end(instance).max())
 
 

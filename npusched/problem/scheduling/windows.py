@@ -20,6 +20,8 @@ class Windows:
 
     @property
     def width(self) -> IntArray:
+        """Number of feasible start cycles of each μop, ``L_i − S_i + 1`` (shape ``(n,)``): its
+        binaries ``X_ij`` in the time-indexed model (eq. 16)."""
         return self.latest - self.earliest + 1
 
 

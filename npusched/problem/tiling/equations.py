@@ -8,21 +8,21 @@ verifier :mod:`npusched.verify.tiling` all compute the same numbers with the sam
 are ``//``-based (:func:`cdiv`), minima and case splits go through :func:`vmin` and
 :func:`vwhere`, which stay plain Python on scalars.
 
-=================================  ==========================================================
-TSO                                function
-=================================  ==========================================================
-eq. 1 (IN tile)                    :func:`in_tile`
-eq. 2 (scratchpad capacities)      :func:`tile_bytes`, :func:`fits`, :func:`in_channel_capacity`,
-                                   :func:`filter_capacity`
-eq. 3-5 (transfer counts)          :func:`loop_counts`, :func:`transfer_counts`
-eq. 7 (MAC time of a tile)         :func:`tile_mac_cycles`
-eq. 8 (MAC time of the layer)      :func:`mac_cycles`
-eq. 9 (DRAM time)                  :func:`dram_cycles`
-Algorithm 2 (``TLESlicing``)       :func:`tle_slicing`
-Algorithm 3 line 7 (GetFilters)    :func:`get_filters`, :func:`balanced_filters`
-Algorithm 4 (``CalBurstCount``)    :func:`plane_bursts`, :func:`weight_bursts`
-Algorithm 4 (``CalcDataTransfer``) :func:`ceil_bw`, :func:`transfer_cycles`
-=================================  ==========================================================
+===================================  ==========================================================
+TSO                                  function
+===================================  ==========================================================
+eq. 1 (IN tile)                      :func:`in_tile`
+eq. 2 (scratchpad capacities)        :func:`tile_bytes`, :func:`fits`, :func:`in_channel_capacity`,
+                                     :func:`filter_capacity`
+eq. 3-5 (transfer counts)            :func:`loop_counts`, :func:`transfer_counts`
+eq. 7 (MAC time of a tile)           :func:`tile_mac_cycles`
+eq. 8 (MAC time of the layer)        :func:`mac_cycles`
+eq. 9 (DRAM time)                    :func:`dram_cycles`
+Algorithm 2 (``TLESlicing``)         :func:`tle_slicing`
+Algorithm 3 line 7 (GetFilters)      :func:`get_filters`, :func:`balanced_filters`
+Algorithm 4 (``CalBurstCount``)      :func:`plane_bursts`, :func:`weight_bursts`
+Algorithm 4 (``CalcDataTransfer``)   :func:`ceil_bw`, :func:`transfer_cycles`
+===================================  ==========================================================
 
 :func:`cycle_terms` chains them for one candidate (or an array of candidates).
 """
