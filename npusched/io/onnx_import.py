@@ -136,6 +136,29 @@ class Importer(ImportState):
     # ---- the walk -----------------------------------------------------------------------------
 
     def run(self, name: str) -> Network:
+        """Import the whole graph as the network ``name``.
+
+        Records the initializers (by their dims) and ONNX's inferred shapes, reads the input
+        (:meth:`read_input`), maps every node in order (:meth:`node`) and builds the network, whose
+        ``source`` records the file, graph, producer, opset, the folded and unfolded batch
+        normalizations, the absorbed operators and the external data files.
+
+        Parameters
+        ----------
+        name
+            The network's name.
+
+        Returns
+        -------
+        Network
+            The layers in the graph's order, at batch 1.
+
+        Raises
+        ------
+        InputError
+            The input is not a static ``[1, C, H, W]``, a node is unsupported or malformed, or the
+            graph makes no layer.
+        """
         graph = self.graph
         for init in graph.initializer:
             self.add_const(init.name, init)
@@ -172,6 +195,20 @@ class Importer(ImportState):
             raise InputError(self.path, "graph", str(err)) from None
 
     def read_input(self) -> Shape:
+        """The network's input: the graph's one non-constant input, mapped as the activation
+        :data:`~npusched.workload.layers.INPUT`.
+
+        Returns
+        -------
+        Shape
+            Its ``(C, H, W)``.
+
+        Raises
+        ------
+        InputError
+            There is not exactly one non-constant input, or it has no shape, a rank other than 4, a
+            dynamic dimension, a batch other than 1 or an empty dimension.
+        """
         inputs = [vi for vi in self.graph.input if vi.name not in self.consts]
         if len(inputs) != 1:
             names = [vi.name for vi in inputs]
@@ -204,6 +241,15 @@ class Importer(ImportState):
         return (values[1], values[2], values[3])
 
     def node(self, node: onnx.NodeProto) -> None:
+        """Map one node: a ``Constant`` (:meth:`constant`), arithmetic on constants only
+        (:meth:`fold_constant`), or anything else through :meth:`dispatch`.
+
+        Raises
+        ------
+        InputError
+            The operator is of a custom domain, unsupported or malformed (an attribute a handler
+            cannot read), named with the node.
+        """
         op = node.op_type
         if node.domain not in ("", "ai.onnx"):
             self.fail(node, f"unsupported operator {node.domain}.{op} (custom domain)")
@@ -226,6 +272,15 @@ class Importer(ImportState):
             self.fail(node, f"malformed node: {err}")
 
     def dispatch(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        """Hand ``node`` (its attributes decoded in ``attrs``) to its handler: the method
+        ``op_<OpType>`` if there is one, else absorb it (activations, ``Identity``, ``Dropout``),
+        treat it as a reshape (:meth:`reshape`) or element-wise arithmetic (:meth:`elementwise`).
+
+        Raises
+        ------
+        InputError
+            The operator is not supported (the message lists those that are).
+        """
         op = node.op_type
         handler = getattr(self, f"op_{op}", None)
         if handler is not None:
@@ -250,6 +305,14 @@ class Importer(ImportState):
     # ---- constants ----------------------------------------------------------------------------
 
     def constant(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        """Record a ``Constant`` node's output: a tensor ``value`` by its dims (its data read only
+        when needed), a ``value_*`` attribute (float, ints, ...) with its value.
+
+        Raises
+        ------
+        InputError
+            The constant is sparse or has no value attribute.
+        """
         if isinstance(attrs.get("value"), onnx.TensorProto):
             self.add_const(node.output[0], attrs["value"])  # read when needed
             return
@@ -278,6 +341,17 @@ class Importer(ImportState):
     # ---- layers -------------------------------------------------------------------------------
 
     def op_Conv(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        """``Conv`` → a ``conv`` layer: output channels and kernel from the weight's shape, groups,
+        strides, dilations and explicit pads (:meth:`~npusched.io.onnx_state.ImportState.pads`);
+        ``bias`` if it has the ``B`` input.
+
+        Raises
+        ------
+        InputError
+            The input is not ``[1, C, H, W]``, the weight is missing, not 4-D (only 2-D
+            convolutions), disagrees with ``kernel_shape`` or does not fit the input's channels with
+            ``group``.
+        """
         x = self.act(node, node.input[0], rank=4)
         if len(node.input) < 2:
             self.fail(node, "needs a weight input")
@@ -310,6 +384,14 @@ class Importer(ImportState):
         )
 
     def op_Gemm(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        """``Gemm`` → an ``fc`` layer (:meth:`fc`) of ``B``'s output features (``transB`` honoured);
+        ``bias`` if it has the ``C`` input.
+
+        Raises
+        ------
+        InputError
+            ``transA`` is 1, the input is not a flattened ``[1, N]`` or ``B`` is not a matrix.
+        """
         a = self.act(node, node.input[0], rank=2)
         if attrs.get("transA", 0):
             self.fail(node, "transA=1 is not supported (the activation must be [1, N])")
@@ -320,6 +402,15 @@ class Importer(ImportState):
         self.fc(node, a, n, k, bias=len(node.input) > 2 and bool(node.input[2]))
 
     def op_MatMul(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        """``MatMul`` of a flattened activation by a constant matrix ``[N, K]`` → an ``fc`` layer
+        (:meth:`fc`) without bias.
+
+        Raises
+        ------
+        InputError
+            Both operands are activations, the first is not ``[1, N]`` or the second is not a
+            matrix.
+        """
         if node.input[1] in self.values:
             self.fail(node, "MatMul of two activations is not supported (weights must be constant)")
         a = self.act(node, node.input[0], rank=2)
@@ -329,12 +420,30 @@ class Importer(ImportState):
         self.fc(node, a, b[0], b[1], bias=False)
 
     def fc(self, node: onnx.NodeProto, a: Act, n: int, k: int, bias: bool) -> None:
+        """Add the ``fc`` layer of ``node`` reading ``a`` through an ``n × k`` weight: ``k``
+        outputs.
+
+        Raises
+        ------
+        InputError
+            ``n`` is not the number of features of ``a`` (``C · H · W``).
+        """
         c, h, w = a.shape
         if n != c * h * w:
             self.fail(node, f"weight reads {n} features, the input has {c * h * w}")
         self.add_layer(node, "fc", [a], out_channels=k, bias=bias)
 
     def pool(self, node: onnx.NodeProto, attrs: dict[str, Any], op: str) -> None:
+        """``MaxPool``/``AveragePool`` → a ``maxpool``/``avgpool`` layer (``op``); ``ceil_mode``
+        becomes extra bottom/right padding that yields ONNX's output size (pooling has no MACs, so
+        the padding costs nothing).
+
+        Raises
+        ------
+        InputError
+            The ``Indices`` output is read, the input is not ``[1, C, H, W]``, or ``kernel_shape``
+            is missing or not 2-D.
+        """
         if len(node.output) > 1 and node.output[1] and self.consumers[node.output[1]]:
             self.fail(node, "the Indices output is not supported")
         x = self.act(node, node.input[0], rank=4)
@@ -367,12 +476,24 @@ class Importer(ImportState):
         )
 
     def op_MaxPool(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        """``MaxPool`` → a ``maxpool`` layer (:meth:`pool`)."""
         self.pool(node, attrs, "maxpool")
 
     def op_AveragePool(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        """``AveragePool`` → an ``avgpool`` layer (:meth:`pool`)."""
         self.pool(node, attrs, "avgpool")
 
     def global_pool(self, node: onnx.NodeProto, op: str, keepdims: bool = True) -> None:
+        """Add a ``global_pool`` layer ``op`` (``avgpool`` or ``maxpool``) over the whole ``H × W``
+        of ``node``'s input; with ``keepdims`` false its output is seen flattened as ``[1, C]``
+        (rank 2), as ``fc`` reads it.
+
+        Raises
+        ------
+        InputError
+            The input is not ``[1, C, H, W]``, or without ``keepdims`` ONNX's inferred output is not
+            ``[1, C]``.
+        """
         x = self.act(node, node.input[0], rank=4)
         out = node.output[0]
         if not keepdims:  # check and map a [1, C] output; the layer itself is [1, C, 1, 1]
@@ -384,12 +505,25 @@ class Importer(ImportState):
             self.values[out] = replace(self.values[out], rank=2)
 
     def op_GlobalAveragePool(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        """``GlobalAveragePool`` → an ``avgpool`` layer with ``global_pool``
+        (:meth:`global_pool`)."""
         self.global_pool(node, "avgpool")
 
     def op_GlobalMaxPool(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        """``GlobalMaxPool`` → a ``maxpool`` layer with ``global_pool`` (:meth:`global_pool`)."""
         self.global_pool(node, "maxpool")
 
     def reduce(self, node: onnx.NodeProto, attrs: dict[str, Any], op: str) -> None:
+        """``ReduceMean``/``ReduceMax`` over ``H`` and ``W`` → a global pooling ``op``
+        (:meth:`global_pool`), keeping the dims unless ``keepdims`` is 0; the axes come from the
+        attribute (opset < 18) or the constant second input (opset 18).
+
+        Raises
+        ------
+        InputError
+            The axes are not a constant, or not exactly ``{2, 3}`` (negative axes count from the
+            end).
+        """
         axes = attrs.get("axes")
         if axes is None and len(node.input) > 1 and node.input[1]:
             if node.input[1] not in self.consts:
@@ -401,18 +535,29 @@ class Importer(ImportState):
         self.global_pool(node, op, keepdims=bool(attrs.get("keepdims", 1)))
 
     def op_ReduceMean(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        """``ReduceMean`` over ``H, W`` → a global ``avgpool`` (:meth:`reduce`)."""
         self.reduce(node, attrs, "avgpool")
 
     def op_ReduceMax(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        """``ReduceMax`` over ``H, W`` → a global ``maxpool`` (:meth:`reduce`)."""
         self.reduce(node, attrs, "maxpool")
 
     def op_Concat(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        """``Concat`` on the channel axis → a ``concat`` layer of its inputs.
+
+        Raises
+        ------
+        InputError
+            An input is not ``[1, C, H, W]`` or the axis is not 1 (or -3).
+        """
         xs = [self.act(node, t) for t in node.input if t]
         if any(x.rank != 4 for x in xs) or int(attrs.get("axis", 1)) % 4 != 1:
             self.fail(node, "only Concat of [1, C, H, W] activations on the channel axis (1)")
         self.add_layer(node, "concat", xs)
 
     def op_Sum(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        """``Sum``: of one activation, absorbed; of two or more, an ``add`` layer
+        (:meth:`add_activations`)."""
         xs = [self.act(node, t) for t in node.input if t]
         if len(xs) == 1:
             self.absorb(node, xs[0], keep_raw=True)
@@ -420,6 +565,14 @@ class Importer(ImportState):
             self.add_activations(node, xs)
 
     def add_activations(self, node: onnx.NodeProto, xs: list[Act]) -> None:
+        """Add the ``add`` layer of ``node`` over the activations ``xs``; flattened inputs give a
+        flattened output.
+
+        Raises
+        ------
+        InputError
+            The activations' shapes or ranks differ (no broadcasting).
+        """
         if any(x.shape != xs[0].shape or x.rank != xs[0].rank for x in xs):
             shapes = [list(x.shape) for x in xs]
             self.fail(node, f"element-wise add needs equal shapes (no broadcasting), got {shapes}")
@@ -428,6 +581,15 @@ class Importer(ImportState):
             self.values[node.output[0]] = replace(self.values[node.output[0]], rank=2)
 
     def op_BatchNormalization(self, node: onnx.NodeProto, attrs: dict[str, Any]) -> None:
+        """``BatchNormalization``: folded into the ``conv``/``fc`` layer whose output it alone reads
+        (that layer gets ``bias=True``; counted in ``source["folded_batchnorm"]``), absorbed
+        anywhere else (listed in ``source["unfolded_batchnorm"]``).
+
+        Raises
+        ------
+        InputError
+            A training-mode output (running mean or variance) is read.
+        """
         if any(o and self.consumers[o] for o in node.output[1:]):
             self.fail(node, "training-mode outputs (running mean/var) are not supported")
         x = self.act(node, node.input[0])
@@ -442,6 +604,14 @@ class Importer(ImportState):
     # ---- absorbed -----------------------------------------------------------------------------
 
     def reshape(self, node: onnx.NodeProto) -> None:
+        """``Flatten``/``Reshape``/``Squeeze``/``Unsqueeze``: absorbed when ONNX infers ``[1,
+        C·H·W]`` (the output is then seen flattened, as ``fc`` reads it) or ``[1, C, H, W]``.
+
+        Raises
+        ------
+        InputError
+            The output shape is unknown or neither of those.
+        """
         x = self.act(node, node.input[0])
         dims = self.dims.get(node.output[0])
         c, h, w = x.shape

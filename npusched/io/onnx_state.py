@@ -74,6 +74,15 @@ class ImportState:
     # ---- helpers ------------------------------------------------------------------------------
 
     def fail(self, node: onnx.NodeProto, reason: str) -> NoReturn:
+        """Raise the import's error for ``node``: an :class:`~npusched.common.errors.InputError`
+        naming the file, the node (``node NAME (OpType)``, its first output's name when it has none)
+        and ``reason``.
+
+        Raises
+        ------
+        InputError
+            Always.
+        """
         label = node.name or (node.output[0] if node.output else "?")
         raise InputError(self.path, f"node {label} ({node.op_type})", reason)
 
@@ -95,6 +104,8 @@ class ImportState:
         self.const_tensors[name] = tensor
 
     def set_const(self, name: str, value: np.ndarray) -> None:
+        """Record the constant ``name`` with its ``value`` known (a ``Constant`` node's ``value_*``
+        attribute): its shape, and the value :meth:`value` returns."""
         self.consts[name] = tuple(int(d) for d in value.shape)
         self.const_values[name] = value
 
@@ -131,6 +142,10 @@ class ImportState:
         return self.consumers[tensor] == 1 and tensor not in self.outputs
 
     def unique_name(self, node: onnx.NodeProto) -> str:
+        """The layer name of ``node``: its name (or first output's name; its operator's, lower case,
+        when neither gives one) with every run of characters outside ``[A-Za-z0-9_.-]`` replaced by
+        ``_`` and leading or trailing ``_`` dropped, made unique with a ``_2``, ``_3``, ... suffix.
+        The name is reserved from then on (``input`` is from the start)."""
         raw = node.name or (node.output[0] if node.output else "")
         base = re.sub(r"[^A-Za-z0-9_.-]+", "_", raw).strip("_") or node.op_type.lower()
         name, k = base, 2
@@ -171,6 +186,8 @@ class ImportState:
         return c if a.rank == 4 else c * h * w
 
     def fold_bias(self, a: Act) -> None:
+        """Fold a bias (or batch normalization) into the layer that produced ``a``: that layer gets
+        ``bias=True``."""
         k = self.pos[a.src]
         self.layers[k] = replace(self.layers[k], bias=True)
 

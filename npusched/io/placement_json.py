@@ -22,10 +22,28 @@ distance matrix grow with the square of the cell count (4096 cells: a 128 MB mat
 
 
 def placement_schema() -> dict[str, Any]:
+    """The JSON Schema of a placement instance file (``placement.schema.json``, format
+    :data:`FORMAT`), as a dictionary."""
     return load_schema("placement.schema.json")
 
 
 def placement_to_dict(inst: PlacementInstance) -> dict[str, Any]:
+    """The placement instance as a JSON document of format :data:`FORMAT`.
+
+    The mesh's ``rows`` and ``cols``, the available ``cells`` (always written, all of them when the
+    instance was built without a list), the ``flow`` matrix as lists, the name and ``source``, and
+    ``reference`` with its empty fields left out (omitted when all are).
+
+    Parameters
+    ----------
+    inst
+        The instance.
+
+    Returns
+    -------
+    dict
+        What :func:`placement_from_dict` reads back.
+    """
     out: dict[str, Any] = {
         "format": FORMAT,
         "name": inst.name,
@@ -41,6 +59,27 @@ def placement_to_dict(inst: PlacementInstance) -> dict[str, Any]:
 
 
 def placement_from_dict(data: Any, path: str = "<memory>") -> PlacementInstance:
+    """Validate ``data`` against the placement schema, then build the instance.
+
+    Parameters
+    ----------
+    data
+        A parsed JSON document (format :data:`FORMAT`).
+    path
+        The file it came from, for error messages.
+
+    Returns
+    -------
+    PlacementInstance
+        The tasks, their flows and the mesh; ``cells`` when given, else every cell.
+
+    Raises
+    ------
+    InputError
+        The document does not match the schema, the mesh has more than :data:`MAX_CELLS` cells,
+        ``flow`` is not a square matrix of integers in 0..2^40, has a non-zero diagonal, or its
+        tasks do not fit on the cells (the message names the field).
+    """
     if isinstance(data, dict) and isinstance(data.get("flow"), list) and data["flow"]:
         # the schema checks the rest; the n x n matrix is checked by numpy (one jsonschema pass
         # per entry took 13 s on 1 024 tasks)
@@ -73,6 +112,9 @@ def placement_from_dict(data: Any, path: str = "<memory>") -> PlacementInstance:
 
 
 def write_placement(inst: PlacementInstance, path: str | Path) -> None:
+    """Write ``inst`` as placement JSON (:func:`placement_to_dict`) to ``path`` (``.json``, or
+    ``.json.gz`` compressed), replacing it only once fully written
+    (:func:`~npusched.common.jsonio.write_json`)."""
     write_json(path, placement_to_dict(inst))
 
 

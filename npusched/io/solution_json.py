@@ -48,7 +48,11 @@ class Result(Protocol):
     message: str
 
     @property
-    def gap(self) -> float | None: ...
+    def gap(self) -> float | None:
+        """Relative gap ``(objective − bound) / objective``, ``None`` without an objective or
+        a bound (:attr:`npusched.solvers.result.Result.gap`); written as the solution's
+        ``gap``."""
+        ...
 
 
 def _placement_ops(inst: PlacementInstance, placement: Placement) -> list[dict[str, Any]]:
