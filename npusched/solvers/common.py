@@ -1,4 +1,5 @@
-"""What a backend returns before the method decodes it into a :class:`Result`."""
+"""What a backend returns, before the method decodes it into a
+:class:`~npusched.solvers.result.Result`."""
 
 from __future__ import annotations
 
@@ -39,6 +40,19 @@ class TraceRecorder:
     def update(
         self, incumbent: float | None = None, bound: float | None = None, at: float | None = None
     ) -> None:
+        """Record the solver's current incumbent and bound; a point is added to :attr:`points` only
+        when one of them changed (values that are ``None``, infinite or NaN are ignored).
+
+        Parameters
+        ----------
+        incumbent
+            Objective of the best solution found so far.
+        bound
+            Best proven bound on the objective.
+        at
+            Seconds since the solve started, as the solver reports them; default the wall time since
+            this recorder was created.
+        """
         changed = False
         if incumbent is not None and np.isfinite(incumbent) and incumbent != self.incumbent:
             self.incumbent, changed = float(incumbent), True

@@ -114,9 +114,13 @@ class Values:
         self.best_objective_bound, self.wall_time = bound, wall
 
     def value(self, var: cp_model.IntVar) -> int:
+        """The value of the integer variable ``var`` in the best solution the child process
+        found."""
         return int(self.solution[var.index])
 
     def boolean_value(self, var: cp_model.IntVar) -> bool:
+        """The value of the Boolean variable ``var`` in the best solution the child process
+        found."""
         return bool(self.solution[var.index])
 
 

@@ -36,13 +36,31 @@ class LinearModel:
 
     @property
     def num_vars(self) -> int:
+        """Number of variables (columns) added so far."""
         return len(self.lb)
 
     @property
     def num_rows(self) -> int:
+        """Number of rows (linear constraints) added so far, over all families."""
         return len(self.rows)
 
     def add_var(self, name: str, lb: float = 0.0, ub: float = INF, integral: bool = True) -> int:
+        """Add a variable ``lb ≤ x_j ≤ ub`` (integral unless ``integral`` is false) with no cost.
+
+        Parameters
+        ----------
+        name
+            Its name, for the backends' models and :meth:`violations`.
+        lb, ub
+            Its bounds (``±INF``: unbounded).
+        integral
+            Whether it must take integer values.
+
+        Returns
+        -------
+        int
+            Its index ``j`` (columns are numbered in the order they are added).
+        """
         self.lb.append(lb)
         self.ub.append(ub)
         self.integral.append(integral)
@@ -84,6 +102,8 @@ class LinearModel:
         return start, index, value
 
     def row_bounds(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The rows' bounds as two arrays of length :attr:`num_rows`: ``(row_lb, row_ub)``, ``±inf``
+        where a row is one-sided."""
         return (
             np.fromiter((r[2] for r in self.rows), float, self.num_rows),
             np.fromiter((r[3] for r in self.rows), float, self.num_rows),
@@ -111,12 +131,15 @@ class LinearModel:
         return bool(((activity >= lo - slack) & (activity <= hi + slack)).all())
 
     def cost_vector(self) -> NDArray[np.float64]:
+        """The objective's coefficients ``c`` as a dense array of length :attr:`num_vars` (zero for
+        the variables not in :attr:`cost`; the constant :attr:`offset` not included)."""
         c = np.zeros(self.num_vars)
         for j, v in self.cost.items():
             c[j] = v
         return c
 
     def objective_value(self, x: ArrayLike) -> float:
+        """The objective ``c·x + c0`` at ``x`` (one value per variable), offset included."""
         return float(self.cost_vector() @ np.asarray(x, dtype=float) + self.offset)
 
     def violations(self, x: ArrayLike, tol: float = 1e-6) -> list[str]:

@@ -73,6 +73,10 @@ class Result:
         return max(0.0, (self.objective - self.bound) / abs(self.objective))
 
     def summary(self) -> str:
+        """One line for the terminal: method/backend, status, objective, bound, gap (per cent) and
+        runtime, e.g. ``cpsat/cpsat: optimal objective=94 bound=94 gap=0.00% time=0.07s``
+        (``-`` for a missing value; integral values printed without a decimal point)."""
+
         def fmt(v: float | None) -> str:
             if v is None:
                 return "-"
