@@ -38,6 +38,21 @@ class ComputeSteps:
     name = "compute"
 
     def latency(self, shape: TileShape, core: CoreSpec) -> int:
+        """Cycles of the tile ``shape`` on ``core`` counting compute steps only.
+
+        Parameters
+        ----------
+        shape
+            The tile's loop nest.
+        core
+            The core; its ``pe_unroll`` (conv, fc) or ``num_pes`` (the rest) sets the steps.
+
+        Returns
+        -------
+        int
+            :func:`~npusched.costmodel.compute.compute_cycles` of the tile's loops on the PE
+            array for conv, dwconv and fc; ``⌈operations / PEs⌉``, at least 1, otherwise.
+        """
         if shape.has_weights:
             return compute_cycles(shape.loops(), core.pe_unroll)
         return max(1, math.ceil(shape.operations() / core.num_pes))

@@ -90,6 +90,9 @@ class Roofline:
         self.cache: dict[tuple[object, ...], Breakdown] = {}
 
     def latency(self, shape: TileShape, core: CoreSpec) -> int:
+        """Cycles of the tile ``shape`` on ``core``: :math:`T` of the module docstring, the
+        slowest of compute (with fills and stalls) and the SRAM's ports, over the best loop
+        order (:attr:`Breakdown.latency` of :meth:`explain`, cached)."""
         return self.explain(shape, core).latency
 
     def explain(self, shape: TileShape, core: CoreSpec) -> Breakdown:

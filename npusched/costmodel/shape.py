@@ -80,6 +80,10 @@ class TileShape:
 
     @property
     def has_weights(self) -> bool:
+        """Whether the tile has a weight operand ``W`` (``conv``, ``dwconv``, ``fc``), whose
+        :meth:`operations` are MACs spread over the PE array; pooling, add and concat have no
+        weights, and their ``in_channels`` default to ``K`` (channel ``k`` reads channel
+        ``k``)."""
         return self.kind in ("conv", "dwconv", "fc")
 
     @property

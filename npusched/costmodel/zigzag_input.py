@@ -282,6 +282,9 @@ def spatial_mapping(
 
 
 def tile_text(s: TileShape) -> str:
+    """A short label of the tile for error messages: its kind and loop extents, e.g.
+    ``conv K32 C16 OY28 OX28 FY3 FX3 S2x2`` (``C`` only for conv and fc, no output plane for
+    fc, the kernel only when larger than 1 × 1, the strides only when not 1 × 1)."""
     text = f"{s.kind} K{s.K}"
     if s.kind in ("conv", "fc"):
         text += f" C{s.C}"
@@ -314,6 +317,21 @@ def operand_bits(shape: TileShape, layer: dict[str, Any]) -> dict[str, int]:
 
 
 def footprint_bits(shape: TileShape, layer: dict[str, Any]) -> int:
+    """Bits the tile's three operands take together in the SRAM (the sum of
+    :func:`operand_bits`): what the SRAM must hold for ZigZag to find a loop ordering.
+
+    Parameters
+    ----------
+    shape
+        The tile.
+    layer
+        Its ZigZag layer dictionary (:func:`layer_dict`), for the operands' precisions.
+
+    Returns
+    -------
+    int
+        Bits of ``W``, ``I`` and ``O`` (partial sums when the tile reduces).
+    """
     return sum(operand_bits(shape, layer).values())
 
 
