@@ -42,6 +42,25 @@ class Layout:
         tilings: Mapping[str, Tiling],
         ranks: Mapping[str, IntArray] | None = None,
     ) -> Layout:
+        """Number the μops of ``net`` layer by layer, in the network's order.
+
+        Parameters
+        ----------
+        net
+            The network.
+        tilings
+            One tiling per layer name.
+        ranks
+            Per layer, the μop position of each tile (a permutation of ``0..size-1`` given in
+            :meth:`~npusched.partition.grid.Tiling.index` order, e.g. Flexer's loop order); a layer
+            without one keeps the tile index order.
+
+        Returns
+        -------
+        Layout
+            Each layer's first μop index (the layers before it take ``0..offset-1``), its ranks and
+            the total count ``n``.
+        """
         offsets: dict[str, int] = {}
         rank: dict[str, IntArray] = {}
         n = 0

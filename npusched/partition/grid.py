@@ -55,13 +55,17 @@ class Tiling:
 
     @property
     def counts(self) -> tuple[int, int, int, int]:
+        """Number of tiles along each dimension, in :data:`DIMS` order ``(K, OY, OX, C)``."""
         return tuple(int(b.size - 1) for b in self.bounds)  # type: ignore[return-value]
 
     @property
     def size(self) -> int:
+        """Number of tiles (μops) of the layer: the product of :attr:`counts`."""
         return int(np.prod(self.counts))
 
     def lengths(self, d: int) -> IntArray:
+        """The tiles' lengths along dimension ``d`` (0..3, index into :data:`DIMS`), first to last:
+        equal sizes with the remainder last for a :meth:`regular` tiling."""
         return np.diff(self.bounds[d])
 
     def index(self, k, y, x, c) -> IntArray:

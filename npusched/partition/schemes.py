@@ -149,6 +149,16 @@ def over_memory(layer: Layer, need: int, cap: int | None) -> str | None:
 
 
 def smallest_memory(arch: Arch) -> int | None:
+    """The smallest private memory of ``arch``'s cores, in bytes
+    (:attr:`~npusched.arch.model.CoreSpec.memory_bytes` over the cores that have one): what every
+    μtensor of a partition must fit (:func:`memory_violation`), since a μop may run on any core.
+
+    Returns
+    -------
+    int or None
+        ``None`` when no core has a memory of its own (Flexer's cores share the global buffer): then
+        no tiling is refused for memory.
+    """
     memories = [c.memory_bytes for c in arch.cores if c.memory_bytes is not None]
     return min(memories) if memories else None
 

@@ -93,6 +93,8 @@ class SearchResult:
 
     @property
     def feasible(self) -> list[Evaluation]:
+        """The evaluations whose method found a schedule (``feasible`` true), in evaluation order:
+        those :attr:`best` chooses from."""
         return [e for e in self.evaluations if e.feasible]
 
     @property

@@ -70,11 +70,17 @@ class Orchestration:
 
     @property
     def schedule(self) -> Plan:
+        """The winning schedule on :attr:`instance`: the shortest verified one of the search's
+        best and the final stages' (:attr:`result`'s solution), a
+        :class:`~npusched.problem.scheduling.schedule.Schedule` on the compute-only machine or a
+        :class:`~npusched.problem.scheduling.routed.RoutedSchedule` on the routed one."""
         assert isinstance(self.result.solution, Schedule | RoutedSchedule)
         return self.result.solution
 
     @property
     def cycles(self) -> int:
+        """The winning schedule's makespan in cycles, recomputed on :attr:`instance` (what
+        :attr:`result`'s ``objective`` is set to)."""
         return self.schedule.makespan(self.instance)  # type: ignore[arg-type]
 
     @property

@@ -51,6 +51,8 @@ class Network:
         object.__setattr__(self, "index", index)
 
     def in_shapes(self, layer: Layer) -> list[Shape]:
+        """The ``(C, H, W)`` shape of each input of ``layer``, in the order of ``layer.inputs``
+        (:data:`INPUT`'s is :attr:`input_shape`)."""
         return [self.shapes[p] for p in layer.inputs]
 
     def macs(self) -> int:
@@ -62,6 +64,13 @@ class Network:
         return sum(layer.params(self.in_shapes(layer)) for layer in self.layers)
 
     def layer(self, name: str) -> Layer:
+        """The layer called ``name``.
+
+        Raises
+        ------
+        KeyError
+            No layer has that name (:data:`INPUT` is not a layer).
+        """
         return self.layers[self.index[name]]
 
     def consumers(self) -> dict[str, list[str]]:
@@ -76,6 +85,10 @@ class Network:
     # ---- JSON ---------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
+        """The network as a JSON document of format :data:`FORMAT` (``npusched/network/v1``): name,
+        ``source``, ``input_shape`` and the layers in order, each with its name, op and inputs, its
+        ``out_channels`` for conv and fc, and only the other fields that differ from
+        :class:`~npusched.workload.layers.Layer`'s defaults. :meth:`from_dict` reads it back."""
         defaults = Layer("_", "conv", (INPUT,), 1)
         layers = []
         for layer in self.layers:
