@@ -447,8 +447,8 @@ def stream_hetero() -> Arch:
             hop_latency_cycles=0,
             links=tuple(
                 pair
-                for a, b in [(0, 1), (1, 2), (2, 3), (3, 0)] + [(k, x) for k in range(4)
-                                                                for x in (4, 5)]
+                for a, b in [(0, 1), (1, 2), (2, 3), (3, 0)]
+                + [(k, x) for k in range(4) for x in (4, 5)]
                 for pair in ((a, b), (b, a))
             ),
             description=(

@@ -297,8 +297,10 @@ class Arch:
         for k, (a, b) in enumerate(self.noc.links):
             if a not in seen or b not in seen or a == b:
                 raise ArchError(f"noc/links/{k}", f"a link joins two distinct cores, got {a}->{b}")
-        if self.noc.routing is not None and self.mesh is not None and (
-            self.noc.routing not in ROUTINGS
+        if (
+            self.noc.routing is not None
+            and self.mesh is not None
+            and (self.noc.routing not in ROUTINGS)
         ):
             raise ArchError("noc/routing", f"choose one of {', '.join(ROUTINGS)}")
         d = self.dram
@@ -482,8 +484,9 @@ def arch_from_dict(data: Any, path: str | Path = "<memory>") -> Arch:
             coord=(c["coord"][0], c["coord"][1]) if "coord" in c else None,
             cluster=c.get("cluster"),
             registers={
-                op: Register(r["bytes"], r.get("bandwidth_bytes_per_cycle"),
-                             tuple(r.get("shared_over", ())))  # fmt: skip
+                op: Register(
+                    r["bytes"], r.get("bandwidth_bytes_per_cycle"), tuple(r.get("shared_over", ()))
+                )  # fmt: skip
                 for op, r in c.get("registers", {}).items()
             },
             sram_read_bytes_per_cycle=c.get("sram_read_bytes_per_cycle"),

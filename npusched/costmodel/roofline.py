@@ -152,8 +152,9 @@ class Roofline:
             reg = core.registers.get(x)
             room = 0 if reg is None else reg.bytes // nbytes
             total = math.prod(t[g] for g in rel)
-            ways = [(room, False)] if total <= room or room < 2 else [(room, True),
-                                                                       (room // 2, False)]
+            ways = (
+                [(room, False)] if total <= room or room < 2 else [(room, True), (room // 2, False)]
+            )
             options.append([(x, rel, nbytes, reg, *self._reuse(order, t, rel, r, x == "I"), stall)
                             for r, stall in ways])  # fmt: skip
         best: Breakdown | None = None

@@ -76,6 +76,7 @@ def tiled_conv(
     op_wt = n_in + k * nc + c
     op_ot = n_in + n_wt + (k * ny + y) * nx + x
     if latency_of is None:
+
         def latency_of(shape: TileShape) -> int:
             return compute_cycles(shape.loops(), unroll)
 
