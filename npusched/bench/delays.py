@@ -117,16 +117,20 @@ def run_exact(
 ) -> dict[str, Any]:
     """Gap, optimum reached, seconds and seconds to the best of each exact method on ``inst``
     through :func:`npusched.methods.solve` (every schedule verified); a method that returns no
-    schedule leaves only its seconds and status."""
+    schedule leaves only its seconds and status. When the search overran its limit and
+    :func:`solve` returned the warm start in its place, the status says ``warm start`` and
+    there is no time to the best."""
     row = _base_row(inst) | {"limit": time_limit}
     for name in names:
         res = solve(inst, name, time_limit=time_limit, threads=threads, seed=seed)
         row[f"{name}_s"] = res.runtime_s
-        row[f"{name}_status"] = res.status.value
+        fallback = res.stats.get("fallback") == "warm_start"  # the search's answer came too late
+        row[f"{name}_status"] = res.status.value + (", warm start" if fallback else "")
         if isinstance(res.solution, Schedule):
             ms = _record(row, name, inst, res.solution)
             row[f"{name}_opt"] = float(ms <= row["optimum"])
-            row[f"{name}_best_s"] = _to_best(res, ms)
+            if not fallback:
+                row[f"{name}_best_s"] = _to_best(res, ms)
     return row
 
 

@@ -86,3 +86,21 @@ def test_goal_table_judges_each_goal_where_it_has_graphs():
     missed = goal_table([row(300, 0.2, 120.0)], ["lns"])
     assert "20.0 %" in missed and missed.endswith("| not met |")
     assert "not judged" in goal_table([row(50, 0.0, 90.0)], ["lns"])
+
+
+def test_exact_marks_a_warm_start_returned_in_place_of_the_search(monkeypatch):
+    from npusched.bench import delays
+    from npusched.bench.generate import known_optimum
+    from npusched.solvers.result import Result, Status
+
+    inst, sched = known_optimum(20, 50, 4, seed=3)
+
+    def late(instance, method, **kw):  # what solve() returns when the search overran its limit
+        ms = sched.makespan(instance)
+        return Result(Status.OPTIMAL, method, "cpsat", ms, ms, 5.0, sched,
+                      stats={"fallback": "warm_start"})  # fmt: skip
+
+    monkeypatch.setattr(delays, "solve", late)
+    row = delays.run_exact(inst, ["lns"], 5.0, 2, 0)
+    assert row["lns_status"] == "optimal, warm start" and row["lns_gap"] == 0
+    assert "lns_best_s" not in row and row["lns_opt"] == 1.0
