@@ -3,7 +3,7 @@
 
 For each layer and tiling (``net:layer:t_oc,t_oh,t_ow,t_ic``) and each NPU count ``n``, the order
 is the operations in index order (``C`` innermost) cut into consecutive sets of ``n``
-(:func:`~npusched.formulations.flexer.offline.index_order`). With a global buffer of
+(:func:`~npusched.problem.flexer.residency.index_order`). With a global buffer of
 ``--capacity`` KiB it prints the mandatory bytes (every tile moved once), Belady's bytes (farthest
 next use evicted first, no contiguity), the offline model's best bytes and proven bound
 (:func:`~npusched.formulations.flexer.offline.offline_bound`), the bound's source, how far
@@ -118,6 +118,14 @@ def run(spec: str, n: int, args: argparse.Namespace, unroll: dict[str, int]) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the comparison of the module docstring on ``argv`` (the command line when ``None``)
+    and print its table; ``--json FILE`` also writes every row.
+
+    Returns
+    -------
+    int
+        0, or 1 when a model ended in an error.
+    """
     p = argparse.ArgumentParser(prog="python -m npusched.bench.flexer_offline", description=__doc__)
     p.add_argument(
         "--layers", nargs="+", default=list(LAYERS), help="net:layer:t_oc,t_oh,t_ow,t_ic ..."

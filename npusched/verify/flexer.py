@@ -8,10 +8,10 @@ The checks, in the order :func:`verify_flexer` runs them:
    intervals), an operation with ``c > 0`` starts at or after its partial-sum predecessor ends,
    and ``order`` issues every operation exactly once.
 2. *DRAM channel*: one transfer at a time (half-open intervals), each at least
-   :func:`~npusched.problem.flexer.dram_cycles` of the bytes it moves; a transfer's ``kind`` and
-   ``dtype`` fit its data tile (``load`` of an input, weight or partial sum; ``writeback`` of an
-   output tile as ``psum`` or ``output``) and its ``nbytes`` is the tile's size (``out_bytes``
-   for the final output).
+   :func:`~npusched.problem.flexer.layer.dram_cycles` of the bytes it moves; a transfer's
+   ``kind`` and ``dtype`` fit its data tile (``load`` of an input, weight or partial sum;
+   ``writeback`` of an output tile as ``psum`` or ``output``) and its ``nbytes`` is the tile's
+   size (``out_bytes`` for the final output).
 3. *Buffer*: every residency lies in ``[0, capacity)``, has its tile's size and
    ``start ≤ end`` (zero-length residencies are accepted and ignored); no two residencies share
    an address at the same time (half-open in address and in time).
