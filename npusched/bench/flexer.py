@@ -26,11 +26,12 @@
   the data type moved most in excess. ``--plot`` draws a pair of stacked bars per layer
   (:func:`~npusched.plot.flexer_explain.time_split_bars`).
 
-``--scheduler beam`` runs ``flexer-beam`` (``--beam-width``, ``--beam-depth``) instead of the
-paper's greedy in ``search``, ``explain`` and ``speed``; its figures stand in the OoO columns.
+``--scheduler beam`` runs ``flexer-beam`` (``--beam-width``, ``--beam-depth``, ``--beam-top``)
+instead of the paper's greedy in ``search``, ``explain`` and ``speed``; its figures stand in
+the OoO columns.
 
-A network or architecture that does not exist, or a beam width or depth below 1, is a one-line
-error, exit 2.
+A network or architecture that does not exist, a beam width or depth below 1 or a negative
+``--beam-top`` is a one-line error, exit 2.
 
 ``--json FILE`` writes every row. Ratios are computed within one run.
 """
@@ -505,8 +506,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scheduler", choices=["ooo", "beam"], default="ooo",
                     help="search, explain, speed: the out-of-order search (flexer-ooo, the "
                     "paper's greedy, or flexer-beam)")  # fmt: skip
-    ap.add_argument("--beam-width", type=int, default=4, help="flexer-beam: branches per step")
-    ap.add_argument("--beam-depth", type=int, default=2, help="flexer-beam: sets looked ahead")
+    ap.add_argument("--beam-width", type=int, default=8, help="flexer-beam: branches per step")
+    ap.add_argument("--beam-depth", type=int, default=3, help="flexer-beam: sets looked ahead")
+    ap.add_argument("--beam-top", type=int, default=16,
+                    help="flexer-beam: the greedy's best tiling x dataflow pairs it refines "
+                    "(0: all)")  # fmt: skip
     ap.add_argument("--json", help="write the rows to this file")
     ap.add_argument("--doc", type=Path, help="write the table into this Markdown file")
     ap.add_argument("--block", default="tables", help="the file's block (<!-- BLOCK -->) to fill")
@@ -515,12 +519,14 @@ def main(argv: list[str] | None = None) -> int:
     archs = [x.strip() for x in args.archs.split(",")]
     opts: Options = {"max_ops": args.max_ops, "fill_drain": args.fill_drain, "cost": args.cost}
     opts |= {"beam_width": args.beam_width, "beam_depth": args.beam_depth}
+    opts["beam_top"] = args.beam_top
     kinds = (args.scheduler, "static")
     bad = _check_inputs(nets, archs)
-    if min(args.beam_width, args.beam_depth) < 1:
-        bad = (
-            f"--beam-width and --beam-depth must be >= 1, got {args.beam_width}, {args.beam_depth}"
-        )
+    w, d = args.beam_width, args.beam_depth
+    if min(w, d) < 1:
+        bad = f"--beam-width and --beam-depth must be >= 1, got {w} and {d}"
+    if args.beam_top < 0:
+        bad = f"--beam-top must be >= 0 (0: every tiling), got {args.beam_top}"
     if bad:
         print(f"error: {bad}", file=sys.stderr)
         return 2

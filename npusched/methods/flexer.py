@@ -64,11 +64,13 @@ class FlexerOooParams:
 
 @dataclass(frozen=True)
 class FlexerBeamParams(FlexerOooParams):
-    """``flexer-beam``: as ``flexer-ooo``, with the beam's ``width`` (branches kept per step)
-    and ``depth`` (sets looked ahead); ``None`` takes the problem's settings."""
+    """``flexer-beam``: as ``flexer-ooo``, with the beam's ``width`` (branches kept per step),
+    ``depth`` (sets looked ahead) and ``top`` (the greedy's best tiling × dataflow pairs it
+    refines, 0: all); ``None`` takes the problem's settings."""
 
     width: int | None = None
     depth: int | None = None
+    top: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -76,6 +78,8 @@ class FlexerBeamParams(FlexerOooParams):
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise ValueError(f"beam {name} must be >= 1, got {v}")
+        if self.top is not None and self.top < 0:
+            raise ValueError(f"beam top must be >= 0 (0: every tiling), got {self.top}")
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,9 @@ def _run_beam(problem: FlexerLayer, backend: str, params: FlexerBeamParams, ctx:
     """The beam search over the layer's tilings × dataflows; stopped by the time limit, the
     best verified-so-far schedule with ``stats["complete"] = False``."""
     changes = {k: v for k, v in dataclasses.asdict(params).items() if v is not None}
-    renamed = {("beam_" + k if k in ("width", "depth") else k): v for k, v in changes.items()}
+    renamed = {
+        ("beam_" + k if k in ("width", "depth", "top") else k): v for k, v in changes.items()
+    }
     s = replace(problem.settings, **renamed) if renamed else problem.settings
     return search_layer(problem.net, problem.layer, s, "beam", _wall_deadline(ctx))
 

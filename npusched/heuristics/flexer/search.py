@@ -221,12 +221,14 @@ def _search(
     kind: str,
     dataflows: Sequence[str],
     deadline: float | None = None,
+    incumbent: tuple[Choice | None, FlexerSchedule | None] = (None, None),
+    finished: list[tuple[float, int, str, TiledConv]] | None = None,
 ) -> tuple[Choice | None, FlexerSchedule | None, int, bool]:
-    """Branch and bound over ``cands`` (by bound): the best choice and its schedule, the
-    tilings evaluated and whether the search ran to the end (``False`` when ``deadline``
-    passed)."""
-    best: Choice | None = None
-    best_sched: FlexerSchedule | None = None
+    """Branch and bound over ``cands`` (by bound) from ``incumbent`` (a best choice and its
+    schedule already known): the best choice and its schedule, the tilings evaluated and
+    whether the search ran to the end (``False`` when ``deadline`` passed). ``finished``
+    collects ``(metric, tiling's rank, dataflow, DFG)`` of every schedule that ran to its end."""
+    best, best_sched = incumbent
     evaluated = 0
     for bound, tiles, p in cands:
         if best is not None and bound >= best.metric:
@@ -242,9 +244,44 @@ def _search(
             except TimeUp:
                 return best, best_sched, evaluated, False
             ch = summarize(sched, tiles, df, s.metric)
+            if finished is not None:
+                finished.append((ch.metric, evaluated, df, p))
             if best is None or ch.metric < best.metric:
                 best, best_sched = ch, sched
     return best, best_sched, evaluated, True
+
+
+def _beam_search(
+    cands: Sequence[tuple[float, tuple[int, int, int, int], TiledConv]],
+    s: Settings,
+    dataflows: Sequence[str],
+    deadline: float | None,
+) -> tuple[Choice | None, FlexerSchedule | None, int, bool]:
+    """``flexer-beam``'s search (see :func:`search_layer`): the greedy's branch and bound,
+    then the beam on the ``s.beam_top`` best (tiling, dataflow) pairs of the greedy (``0``:
+    branch and bound over every tiling × dataflow), each pruned by the best so far."""
+    finished: list[tuple[float, int, str, TiledConv]] = []
+    best, sched, evaluated, done = _search(
+        cands, s, "ooo", dataflows, deadline, (None, None), finished
+    )
+    if not done:
+        return best, sched, evaluated, False
+    if not s.beam_top:
+        best, sched, more, done = _search(cands, s, "beam", dataflows, deadline, (best, sched))
+        return best, sched, evaluated + more, done
+    for _, _, df, p in sorted(finished, key=lambda f: f[:3])[: s.beam_top]:
+        assert best is not None
+        stop = (lat_bound(p, s), best.metric) if s.metric == "latency*bytes" else None
+        try:
+            got = run(p, s, "beam", df, stop, deadline)
+        except (NoFit, Pruned):
+            continue
+        except TimeUp:
+            return best, sched, evaluated, False
+        ch = summarize(got, p.tiles, df, s.metric)
+        if ch.metric < best.metric:
+            best, sched = ch, got
+    return best, sched, evaluated, True
 
 
 def candidates(
@@ -273,6 +310,13 @@ def search_layer(
     (``"static"``) over tilings × loop orders × stationarities (:data:`STATIC_DATAFLOWS`). Past
     ``deadline`` (a ``time.time()``) the search stops with the best found so far.
 
+    ``"beam"`` first runs the greedy's search; its best is the incumbent the beam must beat
+    (branches that cannot are pruned), so the result is never worse than the ``ooo`` search's.
+    The beam then refines the ``s.beam_top`` (tiling, dataflow) pairs whose greedy schedules
+    are best, or with ``beam_top = 0`` every tiling × dataflow by branch and bound (far slower:
+    the metric's lower bound prunes few tilings). ``evaluated`` counts the greedy's tilings
+    (plus the beam's with ``beam_top = 0``).
+
     Returns
     -------
     Result
@@ -296,7 +340,10 @@ def search_layer(
     late = deadline is not None and time.time() > deadline  # then not even the tilings
     cands = [] if late else candidates(net, layer, s)
     dfs = list(DATAFLOWS) if kind != "static" else [f"{o}/{st}" for o, st in STATIC_DATAFLOWS]
-    best, sched, evaluated, done = _search(cands, s, kind, dfs, deadline)
+    if kind == "beam":
+        best, sched, evaluated, done = _beam_search(cands, s, dfs, deadline)
+    else:
+        best, sched, evaluated, done = _search(cands, s, kind, dfs, deadline)
     done = done and not late
     out = Result(Status.FEASIBLE, f"flexer-{kind}", "none", solution=sched)
     out.bound = cands[0][0] if cands else None

@@ -35,8 +35,9 @@ class Settings:
     metric: str = "latency*bytes"
     max_ops: int = 256
     window: int | None = None
-    beam_width: int = 4  # flexer-beam: branches kept per step
-    beam_depth: int = 2  # flexer-beam: sets looked ahead per branch (1: none beyond its own)
+    beam_width: int = 8  # flexer-beam: branches kept per step
+    beam_depth: int = 3  # flexer-beam: sets looked ahead per branch (1: none beyond its own)
+    beam_top: int = 16  # flexer-beam: the greedy's best (tiling, dataflow) pairs refined (0: all)
     prefetch: bool = False
     fill_drain: int | None = None  # cycles per operation; None: rows + columns of the array
     cost: str = "compute"  # intra-core cost model of an operation (npusched.costmodel)
@@ -62,6 +63,8 @@ class Settings:
             raise ValueError(
                 f"beam width and depth must be >= 1, got {self.beam_width} and {self.beam_depth}"
             )
+        if self.beam_top < 0:
+            raise ValueError(f"beam_top must be >= 0 (0: every tiling), got {self.beam_top}")
         if self.fill_drain is not None and self.fill_drain < 0:
             raise ValueError(f"fill_drain must be >= 0, got {self.fill_drain}")
         if self.cost not in ("compute", "analytic", "zigzag"):

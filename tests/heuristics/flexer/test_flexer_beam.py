@@ -95,17 +95,18 @@ def small_settings(**kw) -> Settings:
     return Settings(n_npus=2, capacity=96 * 1024, bandwidth=16, max_ops=16, **kw)
 
 
-def test_solve_beam_is_verified_and_at_least_as_good_as_ooo():
+@pytest.mark.parametrize("top", [0, 1, 16])
+def test_solve_beam_is_verified_and_at_least_as_good_as_ooo(top):
     net = net_of(64, 64, 8)
     problem = FlexerLayer(net, net.layers[0], small_settings())
-    beam = solve(problem, "flexer-beam", time_limit=None, width=3, depth=2)
+    beam = solve(problem, "flexer-beam", time_limit=None, width=3, depth=2, top=top)
     greedy = solve(problem, "flexer-ooo", time_limit=None)
     assert beam.status is Status.FEASIBLE and beam.method == "flexer-beam"
     assert beam.stats["complete"]
     assert beam.solution is not None and verify_flexer(beam.solution).ok
     assert beam.solution.metric() == beam.objective <= greedy.objective
-    direct = search_layer(net, net.layers[0], small_settings(beam_width=3), "beam")
-    assert direct.objective == beam.objective
+    s = small_settings(beam_width=3, beam_depth=2, beam_top=top)
+    assert search_layer(net, net.layers[0], s, "beam").objective == beam.objective
 
 
 def test_search_network_runs_the_beam_with_the_static_baseline():
@@ -153,11 +154,17 @@ def test_bad_width_or_depth():
     problem = FlexerLayer(net, net.layers[0], small_settings())
     with pytest.raises(ValueError, match="beam width"):
         solve(problem, "flexer-beam", width=0)
+    with pytest.raises(ValueError, match="top"):
+        solve(problem, "flexer-beam", top=-1)
+    with pytest.raises(ValueError, match="beam_top"):
+        small_settings(beam_top=-1)
 
 
-@pytest.mark.parametrize("flag", ["--beam-width", "--beam-depth"])
-def test_bench_refuses_a_beam_below_one_in_one_line(capsys, flag):
+@pytest.mark.parametrize(
+    "flag, value", [("--beam-width", "0"), ("--beam-depth", "0"), ("--beam-top", "-1")]
+)
+def test_bench_refuses_a_bad_beam_in_one_line(capsys, flag, value):
     argv = ["explain", "--network", "resnet50", "--arch", "arch5", "--scheduler", "beam"]
-    assert bench_main([*argv, flag, "0"]) == 2
+    assert bench_main([*argv, flag, value]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "must be >= 1" in err
+    assert err.count("\n") == 1 and "must be >= " in err
