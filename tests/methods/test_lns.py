@@ -164,3 +164,21 @@ def test_lns_applies_to_delays_only_and_checks_its_options():
         solve(plain, "lns")
     with pytest.raises(ValueError, match="kinds"):
         solve(_chain_of_pairs(), "lns", kinds="time,swap")
+
+
+def test_lns_rounds_end_before_the_limit_with_room_for_their_overhead():
+    """A round's solver limit leaves room for the most any round took beyond its limit
+    (building and loading the neighbourhood): on a graph whose neighbourhoods take seconds to
+    build, lns hands back its own answer, not the warm start that solve() substitutes when the
+    limit stops the search."""
+    from npusched.bench.generate import known_optimum
+    from npusched.methods.lns import SPARE, _step
+
+    assert _step(2.0, None, 5.0) == 2.0
+    assert _step(2.0, 10.0, 1.0) == 2.0
+    assert _step(2.0, 2.0, 1.0) == pytest.approx(2.0 - SPARE - 1.0)
+    assert _step(2.0, SPARE + 1.05, 1.0) == 0.0  # under 0.1 s: no round
+    inst, _ = known_optimum(300, 50, 16, seed=3)  # 20 177 edges: before, the limit stopped it
+    res = solve(inst, "lns", time_limit=10, threads=2, seed=0)
+    assert res.method == "lns" and "fallback" not in res.stats
+    assert res.stats["neighbourhoods"] >= 1 and check(inst, res.solution).ok
