@@ -1,7 +1,7 @@
 """Flexer's evaluation (§5) in one script: ``python -m npusched.bench.flexer``.
 
 - ``search`` (default): for each network × architecture, the OoO and static searches of every
-  dense conv and fc layer (:func:`~npusched.heuristics.flexer.search.search_network`); prints
+  dense conv and fc layer (:func:`~npusched.methods.flexer.search_network`); prints
   the end-to-end speed-up and transfer reduction (Fig. 8), the largest per-layer ones (Fig. 9)
   and the wall-clock search time on ``--workers`` processes (the §3 runtime claim).
 - ``ablation``: Table 2's priorities × memory policies on the OoO search, the end-to-end
@@ -85,6 +85,35 @@ def _ratio(a: float, b: float) -> float:
 def bench_search(
     nets: list[str], archs: list[str], workers: int, opts: Options, kinds: Kinds = OOO_STATIC
 ) -> list[dict]:
+    """The ``search`` mode (module notes; §5, Fig. 8 and 9): the OoO and static searches of
+    every dense conv and fc layer of each network on each architecture, one printed row per
+    network × architecture.
+
+    Parameters
+    ----------
+    nets, archs
+        Zoo network names and Flexer architecture names (``arch1`` … ``arch8``).
+    workers
+        Processes the layer searches run on.
+    opts
+        :class:`~npusched.problem.flexer.settings.Settings` fields for every search.
+    kinds
+        The OoO search (``ooo`` or ``beam``) and ``static``.
+
+    Returns
+    -------
+    list of dict
+        Per network × architecture: the layers searched and compared (both kinds have a
+        schedule), the end-to-end ``speedup`` and ``transfer_reduction`` (static over OoO, Σ
+        latency and Σ DRAM bytes over the compared layers), the largest per-layer ratios, the
+        wall seconds of the search, the distinct layer geometries searched and how many
+        chosen schedules :func:`~npusched.methods.flexer.verify_choices` verified.
+
+    Raises
+    ------
+    RuntimeError
+        A chosen schedule fails verification (:func:`~npusched.methods.flexer.verify_choices`).
+    """
     rows = []
     for name, a in itertools.product(nets, archs):
         net = load_network(name)
@@ -118,6 +147,27 @@ def bench_search(
 
 
 def bench_ablation(nets: list[str], archs: list[str], workers: int, opts: Options) -> list[dict]:
+    """The ``ablation`` mode (Table 2, Fig. 12): the OoO search of each network on each
+    architecture under each priority with Flexer's memory manager and under each memory policy
+    with the default priority (one varied at a time).
+
+    Parameters
+    ----------
+    nets, archs
+        Zoo network names and Flexer architecture names.
+    workers
+        Processes the layer searches run on.
+    opts
+        :class:`~npusched.problem.flexer.settings.Settings` fields for every search (not
+        ``priority`` nor ``mem_policy``, which this mode sets).
+
+    Returns
+    -------
+    list of dict
+        Per network × architecture, for each ``priority/mem_policy`` pair the end-to-end
+        ``Σ latency × Σ bytes`` over the layers OoO scheduled, divided by that of
+        ``default/flexer`` (1.0: as good as Flexer's default; lower is better).
+    """
     rows = []
     for name, a in itertools.product(nets, archs):
         net = load_network(name)
@@ -154,6 +204,34 @@ def bench_speed(
     opts: Options,
     kinds: Kinds = OOO_STATIC,
 ) -> list[dict]:
+    """The ``speed`` mode (§3's runtime claim): the whole search of one network on one
+    architecture once per operation cap.
+
+    Parameters
+    ----------
+    net_name, arch
+        A zoo network and a Flexer architecture name.
+    workers
+        Processes the layer searches run on.
+    caps
+        Operations per tiling at most (``max_ops``; 0: every viable tiling), one search each.
+    limit
+        Wall seconds for each whole search (``None``: no limit); a search cut short has
+        ``complete`` false.
+    opts
+        :class:`~npusched.problem.flexer.settings.Settings` fields (``max_ops`` is replaced
+        by each cap).
+    kinds
+        The OoO search (``ooo`` or ``beam``) and ``static``.
+
+    Returns
+    -------
+    list of dict
+        Per cap: the distinct layer geometries, their viable tilings and how many each kind
+        evaluated, whether the search finished, the operations of the largest chosen tiling,
+        the wall seconds and the three slowest layers ``[name, seconds, tilings, OoO
+        evaluated, static evaluated]``.
+    """
     rows = []
     net = load_network(net_name)
     for cap in caps:
@@ -225,6 +303,32 @@ def _dataflow(r: LayerRuns) -> str:
 def bench_optimal(
     nets: list[str], archs: list[str], workers: int, opts: Options, opt_ops: int, limit: float
 ) -> list[dict]:
+    """The ``optimal`` mode: for each distinct layer whose best OoO tiling has at most
+    ``opt_ops`` operations, the OoO schedule of that tiling and dataflow against
+    ``flexer-cpsat``'s least latency for the same tiling
+    (:func:`~npusched.formulations.flexer.schedule.schedule_exact`), warm-started from it.
+
+    Parameters
+    ----------
+    nets, archs
+        Zoo network names and Flexer architecture names.
+    workers
+        Processes the OoO layer searches run on.
+    opts
+        :class:`~npusched.problem.flexer.settings.Settings` fields of the OoO search.
+    opt_ops
+        The largest layer (operations of the chosen tiling) given to CP-SAT.
+    limit
+        CP-SAT's seconds per layer.
+
+    Returns
+    -------
+    list of dict
+        Per layer: the operations, whether every tile fits at once (``all_fit``: then the
+        model is exact over all schedules), OoO's and CP-SAT's latencies (cycles), CP-SAT's
+        proven bound and status, how far OoO is above CP-SAT (%), whether CP-SAT's schedule
+        passed :func:`~npusched.verify.flexer.verify_flexer`, and the solver's seconds.
+    """
     from npusched.verify.flexer import verify_flexer
 
     rows = []
@@ -270,6 +374,30 @@ def bench_optimal(
 def bench_offline(
     nets: list[str], archs: list[str], workers: int, opts: Options, sample: int, limit: float
 ) -> list[dict]:
+    """The ``offline`` mode: for ``sample`` layers of each network × architecture, the DRAM
+    bytes of the best OoO schedule against ``flexer-offline``'s lower bound for the same
+    order of operation sets (:func:`~npusched.formulations.flexer.offline.offline_bound`).
+
+    Parameters
+    ----------
+    nets, archs
+        Zoo network names and Flexer architecture names.
+    workers
+        Processes the OoO layer searches run on.
+    opts
+        :class:`~npusched.problem.flexer.settings.Settings` fields of the OoO search.
+    sample
+        Layers per network × architecture, evenly spaced among those OoO scheduled.
+    limit
+        The bound's solver seconds per layer.
+
+    Returns
+    -------
+    list of dict
+        Per layer: the sets in the order (``steps``), OoO's bytes, the bound (bytes; the
+        mandatory bytes when the solver proved none), the solver's status, OoO's gap above the
+        bound (%) and the seconds.
+    """
     rows = []
     for name, a, net, res in _ooo_searches(nets, archs, workers, opts):
         have = [r for r in res.layers if figures(r.ooo)]
@@ -474,6 +602,22 @@ def _check_inputs(nets: list[str], archs: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.flexer``: the mode of the module docstring on ``argv``;
+    print its table (``--doc`` also writes it into a Markdown file's block) and, with
+    ``--json FILE``, write every row.
+
+    Parameters
+    ----------
+    argv
+        ``[MODE] [--networks a,b] [--archs arch1,…] [--workers N] …`` (``--help`` lists them;
+        default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0, or 2 for a network or architecture that does not exist, a beam width or depth
+        below 1 or a negative ``--beam-top`` (a one-line error on stderr).
+    """
     ap = argparse.ArgumentParser(prog="python -m npusched.bench.flexer", description=__doc__)
     modes = ["search", "ablation", "offline", "speed", "optimal", "explain"]
     ap.add_argument("mode", nargs="?", default="search", choices=modes)

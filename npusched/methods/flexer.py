@@ -3,7 +3,7 @@
 ``flexer-offline``.
 
 - ``flexer-ooo`` / ``flexer-static`` take a
-  :class:`~npusched.heuristics.flexer.search.FlexerLayer` and run Algorithm 1's search of that
+  :class:`~npusched.problem.flexer.settings.FlexerLayer` and run Algorithm 1's search of that
   layer over tilings × dataflows (OoO, §3–§4) or tilings × loop orders × stationarities (the
   static baseline, §5); the solution is the best schedule. A layer search (not the scheduling
   of one given tiling) is what ``npusched flexer`` and the benches run per layer, so it is the
@@ -210,10 +210,15 @@ class LayerRuns(NamedTuple):
 
     @property
     def ooo_evaluated(self) -> int:
+        """Tilings the OoO search evaluated: those its branch and bound did not prune by
+        :func:`~npusched.heuristics.flexer.search.metric_bound`, each scheduled in every
+        dataflow (0 when it did not run)."""
         return 0 if self.ooo is None else int(self.ooo.stats["evaluated"])
 
     @property
     def static_evaluated(self) -> int:
+        """Tilings the static search evaluated: those its branch and bound did not prune,
+        each scheduled in every loop order × stationarity (0 when it did not run)."""
         return 0 if self.static is None else int(self.static.stats["evaluated"])
 
     @property

@@ -115,7 +115,7 @@ class ResidencyModel:
     """Keep/evict per gap as an integer linear program (any linear backend).
 
     Variables :math:`e_g \\in \\{0, 1\\}` (gap evicted) for the gaps the presolve leaves open;
-    objective :math:`\\sum_g c_g e_g` (bytes above :attr:`fixed_bytes`, no constant offset, so
+    objective :math:`\\sum_g c_g e_g` (bytes above ``fixed_bytes``, no constant offset, so
     every backend reports the same objective and bound). One capacity row per step that is
     neither slack nor implied by a neighbouring kept row.
 
@@ -131,7 +131,8 @@ class ResidencyModel:
     fixed
         Per gap: ``1`` kept, ``0`` evicted by the presolve, ``-1`` a variable.
     var
-        Per gap, its column in :attr:`lm` (``-1`` when fixed).
+        Per gap, its column in ``model``, the
+        :class:`~npusched.solvers.linear.LinearModel` (``-1`` when fixed).
     fixed_bytes
         Mandatory bytes plus the cost of the gaps the presolve evicts.
     rows
@@ -237,7 +238,8 @@ class ContiguousModel:
     Variables: :math:`k_g \\in \\{0, 1\\}` for every gap the presolve of
     :class:`ResidencyModel` does not evict (gaps without inner steps included: keeping them
     fixes the address, evicting lets the tile reload elsewhere), and an address :math:`a_u` per
-    use. Objective :math:`\\sum_g c_g (1 - k_g)` (bytes above :attr:`fixed_bytes`).
+    use. Objective :math:`\\sum_g c_g (1 - k_g)` (bytes above the ``fixed_bytes`` of
+    :class:`ResidencyModel`).
 
     Parameters
     ----------

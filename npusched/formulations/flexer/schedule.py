@@ -55,7 +55,7 @@ _LOAD_TYPE = ("input", "weight")
 
 class ScheduleModel:
     """The CP-SAT model of the module notes: one private method per constraint family, in the
-    order :meth:`__init__` calls them; :meth:`hint` and :meth:`decode`.
+    order the constructor calls them; :meth:`hint` and :meth:`decode`.
 
     Parameters
     ----------

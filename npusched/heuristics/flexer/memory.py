@@ -13,8 +13,9 @@ served in three steps (§4.1):
 
 Deviation (time): the paper's memory manager has no clock; here a block is freed when its last
 reader *ends*, which may be later than the moment the set being placed could start
-(:attr:`Buffer.now`). Steps 1 and 2 are therefore one search over every *span* — from each free
-segment, the shortest run of adjacent free segments holding ``size`` bytes — ranked by
+(``Buffer.now``, set by the caller before each set). Steps 1 and 2 are therefore one search
+over every *span* — from each free segment, the shortest run of adjacent free segments holding
+``size`` bytes — ranked by
 ``(max(free time of the span, now), not in place, hole bytes, address)``: the span usable
 earliest (all spans free by ``now`` tie), then in place, then best fit, then the lowest address.
 Without clocks (every free time ≤ ``now``) this is exactly §4.1's in place, then best fit. A
@@ -49,7 +50,9 @@ class Buffer:
     """Contiguous global buffer of ``capacity`` bytes managed as in Flexer §4.1.
 
     ``segs`` holds ``[size, data, free_at]`` per segment in address order (``data = FREE`` for
-    free space, ``free_at`` the time it became free).
+    free space, ``free_at`` the time it became free). ``now`` (cycles, 0 at first) is when the
+    set being placed could start: space free by then ranks first (module notes); the engine
+    sets it to the time the first NPU is free before it places a set.
     """
 
     def __init__(self, capacity: int, policy: str | SpillPolicy = "flexer") -> None:
@@ -59,15 +62,25 @@ class Buffer:
         self.policy = POLICIES[policy] if isinstance(policy, str) else policy
 
     def copy(self) -> Buffer:
+        """An independent copy: the segments are copied, the spill policy shared (for dry
+        runs of a set and for the branches of :mod:`~npusched.heuristics.flexer.beam`)."""
         out = Buffer.__new__(Buffer)
         out.capacity, out.policy, out.now = self.capacity, self.policy, self.now
         out.segs = [s[:] for s in self.segs]
         return out
 
     def used(self) -> int:
+        """Bytes held by data tiles now (dead blocks not yet reused count as free)."""
         return sum(s[0] for s in self.segs if s[1] != FREE)
 
     def address(self, data: int) -> int:
+        """Byte offset of ``data``'s block in the buffer.
+
+        Raises
+        ------
+        KeyError
+            ``data`` is not in the buffer.
+        """
         addr = 0
         for size, d, _ in self.segs:
             if d == data:
@@ -190,13 +203,31 @@ class Regions:
         self.where: dict[int, tuple[int, int]] = {}
 
     def address(self, data: int) -> int:
+        """Byte offset of ``data``'s slot: its region's base plus the slot's index × the
+        region's slot bytes.
+
+        Raises
+        ------
+        KeyError
+            ``data`` holds no slot.
+        """
         t, k = self.where[data]
         return self.base[t] + k * self.slot_bytes[t]
 
     def touch(self, data: int) -> None:
+        """Mark ``data`` (on chip) as used now: it becomes the most recently used tile of its
+        region, the last to be replaced."""
         self.lru[self.where[data][0]].move_to_end(data)
 
     def free(self, data: int, at: int) -> None:
+        """Release ``data``'s slot from time ``at`` (cycles); the slot becomes free in its
+        region, to be taken by the time it became free (earliest first, then lowest slot).
+
+        Raises
+        ------
+        KeyError
+            ``data`` holds no slot.
+        """
         t, k = self.where.pop(data)
         del self.lru[t][data]
         heapq.heappush(self.free_slots[t], (at, k))
@@ -204,6 +235,18 @@ class Regions:
     def place(
         self, data: int, size: int, pinned: Collection[int], uses: Sequence[int], evict: Evict
     ) -> int:
+        """Put ``data`` into a slot of its type's region and return the time (cycles) from
+        which the slot is free: the earliest free slot, else the least recently used unpinned
+        tile's, which ``evict`` spills.
+
+        ``size`` and ``uses`` are not read (a slot holds any tile of its type; the signature is
+        :meth:`Buffer.place`'s).
+
+        Raises
+        ------
+        NoFit
+            The data type has no region, or every slot of its region holds a pinned tile.
+        """
         t = self.types[data]
         if not self.n_slots[t]:
             raise NoFit(f"no region for data type {t}")

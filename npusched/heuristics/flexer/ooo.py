@@ -210,6 +210,16 @@ class Engine:
         return sorted(data, key=lambda d: -self.size[d])
 
     def issue(self, ops: Sequence[int]) -> None:
+        """Issue the operation set ``ops`` (Algorithm 1, lines 21–28; steps 1–4 of the module
+        notes): place its operands, spilling as the memory decides, book their loads on the
+        DRAM channel, run each operation on the NPU that frees first, and free (writing back
+        outputs) the data no later operation uses. The set is appended to the order.
+
+        Raises
+        ------
+        NoFit
+            An operand does not fit next to the pinned operands of the set.
+        """
         self.order.append(tuple(ops))
         data = self.operands(ops)
         pinned = set(data)
@@ -292,6 +302,14 @@ class Engine:
         return [chains[self.opd[o][2]].pop(0) for o in by_ready]
 
     def schedule(self, method: str) -> FlexerSchedule:
+        """The :class:`~npusched.problem.flexer.layer.FlexerSchedule` recorded so far, with its
+        waits, named ``method``.
+
+        Raises
+        ------
+        RuntimeError
+            Some operation was not issued.
+        """
         if (self.npu < 0).any():
             raise RuntimeError("not every operation was issued")
         return FlexerSchedule(
@@ -333,6 +351,14 @@ class SetScore:
     mem_cycles: int
 
     def key(self, priority: str) -> tuple[float, ...]:
+        """The sort key of the set under ``priority`` (one of
+        :data:`~npusched.problem.flexer.settings.PRIORITIES`; the least key goes first).
+
+        ``default`` (§4.3): ``(spilled − reused, −utilisation, mem_cycles)`` — the largest
+        memory benefit, then the fullest buffer, then the least DRAM time of the set's loads;
+        ``min-transfer`` (Table 2's Priority1) puts the bytes moved first, any other priority
+        (``min-spill``, Priority2) the bytes spilled.
+        """
         default = (self.spilled - self.reused, -self.utilisation, self.mem_cycles)
         if priority == "default":
             return default

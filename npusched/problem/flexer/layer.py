@@ -96,10 +96,12 @@ class TiledConv:
 
     @property
     def n_ops(self) -> int:
+        """Number of operations (tile computations, :math:`n_k n_y n_x n_c`)."""
         return int(self.op_in.size)
 
     @property
     def n_data(self) -> int:
+        """Number of data tiles (IN, WT and OT together), the length of ``data_type``."""
         return int(self.data_type.size)
 
     @property
@@ -116,6 +118,8 @@ class TiledConv:
         return o - 1 if self.op_c[o] > 0 else None
 
     def last_in_chain(self, o: int) -> bool:
+        """Whether ``o`` is the last operation of its partial-sum chain (``c = n_c − 1``): its
+        output tile is final after it."""
         return bool(self.op_c[o] == self.counts[3] - 1)
 
     def footprint(self, o: int) -> int:
@@ -232,9 +236,14 @@ class FlexerSchedule:
 
     @property
     def transfer_bytes(self) -> int:
+        """DRAM bytes of every transfer: loads, partial-sum write-backs and final outputs (the
+        bytes term of Flexer's metric, latency × bytes)."""
         return sum(t.nbytes for t in self.transfers)
 
     def bytes_by_type(self) -> dict[str, int]:
+        """:attr:`transfer_bytes` split by the transfers' data type: every key of
+        ``TRANSFER_TYPES`` (``input``, ``weight``, ``psum`` — partial sums written back and
+        reloaded — and ``output``), 0 when none moved."""
         out = dict.fromkeys(TRANSFER_TYPES, 0)
         for t in self.transfers:
             out[t.dtype] += t.nbytes

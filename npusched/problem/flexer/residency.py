@@ -65,10 +65,14 @@ class UseGaps:
 
     @property
     def n_gaps(self) -> int:
+        """Number of gaps (per tile, the distinct steps it is used at minus one, summed over
+        the tiles), the length of the per-gap arrays."""
         return int(self.data.size)
 
     @property
     def n_uses(self) -> int:
+        """Number of uses (a tile at one of the distinct steps it is used at), the length of
+        the per-use arrays."""
         return int(self.use_data.size)
 
     @property
