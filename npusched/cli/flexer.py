@@ -4,12 +4,21 @@ against the best static loop order.
 ::
 
     npusched flexer --network NAME|FILE --arch arch1..arch8|NAME|FILE [--layers a,b]
+                    [--scheduler beam|ooo] [--beam-width W] [--beam-depth D] [--beam-top T]
                     [--priority default|min-transfer|min-spill]
                     [--mem-policy flexer|first-fit|small-spill] [--metric latency*bytes]
                     [--max-ops N] [--fill-drain CYCLES] [--cost analytic|zigzag|compute]
                     [--prefetch] [--time-limit S]
                     [--workers N]
                     [--no-verify] [--json]
+
+The out-of-order search is ``flexer-beam`` by default (``--scheduler beam``: the greedy's choice
+of the next operation set replaced by a beam of ``--beam-width`` branches looking
+``--beam-depth`` sets ahead, refining the greedy's ``--beam-top`` best tilings × dataflows;
+:mod:`npusched.heuristics.flexer.beam`), the strongest of the OoO searches (issue 25);
+``--scheduler ooo`` is the paper's greedy (``flexer-ooo``, Algorithm 1). The table's OoO
+columns and the JSON's ``ooo_latency``, ``ooo_transfer_bytes`` are the chosen scheduler's; the
+JSON names it (``"scheduler": "beam"``).
 
 Each chosen schedule is rebuilt and checked by :func:`npusched.verify.flexer.verify_flexer`
 unless ``--no-verify``. With ``--time-limit`` the search stops after that many seconds with the
@@ -20,12 +29,22 @@ as :class:`~npusched.io.InputError` / ``ValueError`` for the main CLI's handler 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from typing import Any
 
 from npusched.arch import flexer_arch_name
 from npusched.cli.args import positive_int
-from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES
+from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES, Settings
+
+#: ``--scheduler``: the out-of-order search, ``flexer-beam`` (the default) or ``flexer-ooo``.
+SCHEDULERS = ("beam", "ooo")
+#: The beam's defaults: :class:`~npusched.problem.flexer.settings.Settings`' ``beam_*`` fields.
+_BEAM: dict[str, int] = {
+    f.name: f.default
+    for f in dataclasses.fields(Settings)
+    if f.name.startswith("beam_") and isinstance(f.default, int)
+}
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -40,6 +59,32 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     f.add_argument("--network", required=True, help="zoo name or network .json / .onnx")
     f.add_argument("--arch", required=True, help="arch1..arch8 (Table 1), a name or a .json")
     f.add_argument("--layers", help="comma-separated layer names (default: every conv and fc)")
+    f.add_argument(
+        "--scheduler",
+        choices=SCHEDULERS,
+        default="beam",
+        help="the out-of-order search: beam (default: flexer-beam, lookahead over operation "
+        "sets) or ooo (flexer-ooo, the paper's greedy)",
+    )
+    f.add_argument(
+        "--beam-width",
+        type=int,
+        default=_BEAM["beam_width"],
+        help=f"beam: branches kept per step (default {_BEAM['beam_width']})",
+    )
+    f.add_argument(
+        "--beam-depth",
+        type=int,
+        default=_BEAM["beam_depth"],
+        help=f"beam: operation sets looked ahead (default {_BEAM['beam_depth']})",
+    )
+    f.add_argument(
+        "--beam-top",
+        type=int,
+        default=_BEAM["beam_top"],
+        help="beam: the greedy's best tiling x dataflow pairs it refines "
+        f"(0: all; default {_BEAM['beam_top']})",
+    )
     f.add_argument("--priority", default="default", choices=PRIORITIES)
     f.add_argument("--mem-policy", default="flexer", choices=MEM_POLICIES)
     f.add_argument("--metric", default="latency*bytes", choices=METRICS)
@@ -96,11 +141,19 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--fill-drain must be >= 0, got {args.fill_drain}")
     if args.time_limit is not None and not args.time_limit > 0:
         raise ValueError(f"--time-limit must be positive, got {args.time_limit:g}")
+    if args.beam_width < 1 or args.beam_depth < 1:
+        raise ValueError(
+            f"--beam-width and --beam-depth must be >= 1, got {args.beam_width} and "
+            f"{args.beam_depth}"
+        )
+    if args.beam_top < 0:
+        raise ValueError(f"--beam-top must be >= 0 (0: every tiling), got {args.beam_top}")
     layers = [x.strip() for x in args.layers.split(",")] if args.layers else None
     res = search_network(
         net,
         arch,
         layers=layers,
+        kinds=(args.scheduler, "static"),
         workers=args.workers,
         priority=args.priority,
         mem_policy=args.mem_policy,
@@ -109,10 +162,13 @@ def run(args: argparse.Namespace) -> int:
         fill_drain=args.fill_drain,
         cost=args.cost,
         prefetch=args.prefetch,
+        beam_width=args.beam_width,
+        beam_depth=args.beam_depth,
+        beam_top=args.beam_top,
         time_limit=args.time_limit,
         progress=not args.json,
     )
-    out = res.to_json()
+    out = {"scheduler": args.scheduler, **res.to_json()}
     if not args.no_verify:
         out["verified_schedules"] = verify_choices(res)
     if args.json:
@@ -139,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
         f"\n{res.network} on {res.arch} ({res.settings.n_npus} NPUs, "
         f"{res.settings.capacity // 1024} KiB, {res.settings.bandwidth:g} B/cycle): "
         f"speed-up {t['speedup']:.2f}x, transfer reduction {t['transfer_reduction']:.2f}x; "
-        f"{res.distinct} distinct layers searched in {res.search_seconds:.1f} s"
+        f"{res.distinct} distinct layers searched in {res.search_seconds:.1f} s "
+        f"(OoO: flexer-{args.scheduler})"
         + (f"; {out['verified_schedules']} schedules verified" if not args.no_verify else "")
         + (f"; not tiled: {', '.join(res.skipped)}" if res.skipped else "")
     )
