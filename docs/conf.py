@@ -13,8 +13,7 @@ missing, older than their source or holding an error). Everything it makes is in
 ``docs/_generated/``, ``docs/notebooks/`` and ``docs/api/generated/``, none of it committed.
 
 Warnings are errors (``-W``): an unresolved cross-reference (``-n``), a public name without a
-docstring (numpydoc's GL08), reStructuredText that does not parse. Those that today's modules
-already have, in files owned elsewhere, are listed in ``docs/known_warnings.txt`` (:data:`KNOWN`).
+docstring (numpydoc's GL08), reStructuredText that does not parse. None is tolerated.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ import importlib
 import importlib.util
 import inspect
 import json
-import logging
 import os
 import re
 import subprocess
@@ -182,8 +180,13 @@ def _first_schedule() -> None:
     head = {k: v for k, v in data.items() if not isinstance(v, list | dict)}
     lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()]
     lines += [' "ops": ['] + [f"  {json.dumps(op)}," for op in data["ops"][:4]]
-    lines += [f"  ... {len(data['ops']) - 4} more ops", " ],",
-              f' "transfers": {json.dumps(data.get("transfers", [])[:2])},', " ...", "}"]
+    lines += [
+        f"  ... {len(data['ops']) - 4} more ops",
+        " ],",
+        f' "transfers": {json.dumps(data.get("transfers", [])[:2])},',
+        " ...",
+        "}",
+    ]
     _write(GENERATED / "solution-excerpt.json", "\n".join(lines) + "\n")
 
 
@@ -278,8 +281,11 @@ def _api_pages() -> None:
 
 def _defines(value: Any) -> bool:
     """A function, class or module: something with a ``__module__`` of its own."""
-    return inspect.isclass(value) or inspect.isroutine(value) or _is_alias(value) or (
-        getattr(type(value), "__module__", "") == "typing"
+    return (
+        inspect.isclass(value)
+        or inspect.isroutine(value)
+        or _is_alias(value)
+        or (getattr(type(value), "__module__", "") == "typing")
     )
 
 
@@ -296,8 +302,10 @@ def _undocumented_constants(module: types.ModuleType) -> list[str]:
     documented = {attr for _, attr in ModuleAnalyzer.for_module(module.__name__).find_attr_docs()}
     found = []
     for stmt in ast.parse(Path(module.__file__).read_text()).body:  # type: ignore[arg-type]
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else (
-            [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        targets = (
+            stmt.targets
+            if isinstance(stmt, ast.Assign)
+            else ([stmt.target] if isinstance(stmt, ast.AnnAssign) else [])
         )
         for node in (n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)):
             value = getattr(module, node.id, None)
@@ -357,7 +365,6 @@ def _make_pages(app: Any) -> None:
     _cli_reference()
     _first_schedule()
     _notebooks()
-
 
 
 # --- cross-references to names a package re-exports -------------------------------------------
@@ -474,98 +481,7 @@ def _prepare_docstring(app: Any, what: str, name: str, obj: Any, options: Any,
         lines[:] = joined.split("\n")
 
 
-# --- the known warnings: defects of docstrings this site cannot change ---------------------------
-
-KNOWN = DOCS / "known_warnings.txt"
-"""Warnings the build tolerates, one ``FILE: MESSAGE`` a line: defects in modules and pages whose
-owners are not this site's (public names without a docstring, cross-references to names that are
-not documented, pages another engineer is editing). Any warning not listed fails the build
-(``-W``); a full build names each listed one that no longer occurs, so that the list only
-shrinks. Fix the docstring, then delete its line. Each build writes the keys of its unlisted
-warnings to ``docs/_build/warning_keys.txt``, a full build those of the listed ones that no
-longer occur to ``docs/_build/warning_keys_gone.txt``."""
-
-
-def _warning_key(app: Any, record: logging.LogRecord) -> str:
-    """``FILE: MESSAGE`` of a warning: the file relative to the repository without its line,
-    the message's first line; a public name without a docstring is ``undocumented: NAME``."""
-    from sphinx.util.logging import get_node_location
-
-    try:
-        message = str(record.msg) % record.args if record.args else str(record.msg)
-    except (TypeError, ValueError):
-        message = str(record.msg)
-    first = message.strip().split("\n")[0]
-    gl08 = re.match(r"\[numpydoc\] Validation warnings while processing docstring for '(.+)':",
-                    first)  # fmt: skip
-    if gl08 and "GL08" in message:
-        return f"undocumented: {gl08.group(1)}"
-    location = getattr(record, "location", None)
-    if isinstance(location, tuple):
-        docname = location[0]
-        where = str(app.env.doc2path(docname)) if docname else ""
-    elif location is not None and not isinstance(location, str):
-        where = get_node_location(location) or ""
-    else:
-        where = location or ""
-    where = where.split(":")[0].removeprefix(str(ROOT) + os.sep) or "-"
-    return f"{where}: {first}"
-
-
-class _KnownWarnings(logging.Filter):
-    """Drops the warnings listed in :data:`KNOWN` before Sphinx counts them."""
-
-    def __init__(self, app: Any) -> None:
-        super().__init__()
-        self.app = app
-        lines = KNOWN.read_text().splitlines() if KNOWN.exists() else []
-        self.known = {ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")}
-        self.seen: set[str] = set()
-        self.raised: set[str] = set()  # every warning's key, listed or not
-        self.full = False
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING:
-            return True
-        key = _warning_key(self.app, record)
-        self.raised.add(key)
-        if key in self.known:
-            self.seen.add(key)
-            return False
-        return True
-
-
-def _known_warnings(app: Any) -> _KnownWarnings:
-    from sphinx.util.logging import WarningStreamHandler, getLogger
-
-    known = _KnownWarnings(app)
-    for handler in logging.getLogger("sphinx").handlers:
-        if isinstance(handler, WarningStreamHandler):
-            handler.filters.insert(0, known)
-
-    def before_read(app: Any, env: Any, docnames: list[str]) -> None:
-        known.full = set(docnames) >= set(env.found_docs)
-
-    def finished(app: Any, exception: Exception | None) -> None:
-        out = Path(app.outdir).parent
-        new = sorted(known.raised - known.known)
-        _write(out / "warning_keys.txt", "".join(k + "\n" for k in new))
-        if exception is None and known.full:
-            # a notice, not a failure: the modules listed change under other hands meanwhile
-            gone = sorted(known.known - known.seen)
-            _write(out / "warning_keys_gone.txt", "".join(k + "\n" for k in gone))
-            for key in gone:
-                getLogger(__name__).info(
-                    "%s lists a warning that no longer occurs; delete its line: %s", KNOWN.name, key
-                )
-
-    app.connect("env-before-read-docs", before_read)
-    app.connect("build-finished", finished)
-    return known
-
-
 def setup(app: Any) -> None:
-    _known_warnings(app)
     app.connect("builder-inited", _make_pages)
     app.connect("autodoc-process-docstring", _prepare_docstring, priority=400)
     app.connect("missing-reference", _resolve_reexport)
