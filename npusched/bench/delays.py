@@ -38,6 +38,7 @@ on a shared machine.
 from __future__ import annotations
 
 import argparse
+import itertools
 import re
 import sys
 import time
@@ -48,7 +49,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from npusched.bench.generate import known_optimum, layered_dag
+from npusched.bench.generate import check_known_optimum, known_optimum, layered_dag
 from npusched.heuristics.scheduling.dls import dls_schedule
 from npusched.heuristics.scheduling.list_scheduling import etf_schedule, priority_list_schedule
 from npusched.io.mspcd import read_mspcd
@@ -195,16 +196,62 @@ def time_table(rows: list[dict[str, Any]], names: list[str]) -> str:
 
 
 def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x]
+    """An argument's comma-separated positive integers (argparse's type: a bad one is a
+    one-line usage error, exit 2)."""
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}") from None
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError(f"not a list of non-negative integers: {text!r}")
+    return values
+
+
+def _count(text: str) -> int:
+    """A positive integer argument (argparse's type)."""
+    value = _ints(text)
+    if len(value) != 1 or value[0] < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    return value[0]
+
+
+def _ints_one(text: str) -> int:
+    """A non-negative integer argument (argparse's type)."""
+    value = _ints(text)
+    if len(value) != 1:
+        raise argparse.ArgumentTypeError(f"not one integer: {text!r}")
+    return value[0]
+
+
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse's type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"not a positive number of seconds: {text!r}")
+    return value
+
+
+def _check_graphs(args: argparse.Namespace) -> str | None:
+    """The first combination of ``--sizes``, ``--procs`` and ``--densities`` that
+    :func:`~npusched.bench.generate.known_optimum` refuses, as one line, or ``None``."""
+    for n, p, d in itertools.product(args.sizes, args.procs, args.densities):
+        try:
+            check_known_optimum(n, d, p)
+        except ValueError as e:
+            return str(e)
+    return None
 
 
 def generated(args: argparse.Namespace) -> list[tuple[SchedulingInstance, int]]:
     """The known-optimum graphs of every (size, processor count, density), ``--seeds`` each."""
     return [
         (known_optimum(n, d, p, seed=1000 * n + 10 * p + d + seed)[0], d)
-        for n in _ints(args.sizes)
-        for p in _ints(args.procs)
-        for d in _ints(args.densities)
+        for n in args.sizes
+        for p in args.procs
+        for d in args.densities
         for seed in range(args.seeds)
     ]
 
@@ -348,7 +395,7 @@ def scaling_main(args: argparse.Namespace) -> int:
     )
     print("|" + " --- |" * 13)
     prev: tuple[float, int] | None = None
-    for n_target in _ints(args.sizes):
+    for n_target in args.sizes:
         width = args.width
         inst = layered_dag(max(1, n_target * 2 // (width + 1)), width, (rows, cols), seed=1)
         n, e, m = inst.n, inst.graph.num_edges, inst.m
@@ -385,7 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     -------
     int
         The sub-command's exit code: 0, or 1 when ``shared`` (or ``exact --shared``) finds no
-        shared file.
+        shared file; argparse exits 2, with one line, on a malformed number or a graph argument
+        :func:`~npusched.bench.generate.check_known_optimum` refuses.
     """
     p = argparse.ArgumentParser(prog="python -m npusched.bench.delays", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -393,30 +441,33 @@ def main(argv: list[str] | None = None) -> int:
     g = sub.add_parser("gaps", help="mean gap on generated graphs with a known optimum")
     x = sub.add_parser("exact", help="lns (and joint) against the goals of issue 24, item 5")
     for q, sizes, densities in ((g, "50,100,200,500", "10,50,90"), (x, "50", "20,50,80")):
-        q.add_argument("--sizes", default=sizes)
-        q.add_argument("--procs", default="2,4,6,8,9,12,16")
-        q.add_argument("--densities", default=densities, help="edge densities in percent")
-        q.add_argument("--seeds", type=int, default=1, help="graphs per combination")
+        q.add_argument("--sizes", type=_ints, default=sizes)
+        q.add_argument("--procs", type=_ints, default="2,4,6,8,9,12,16")
+        q.add_argument("--densities", type=_ints, default=densities, help="edge densities in %%")
+        q.add_argument("--seeds", type=_count, default=1, help="graphs per combination")
     s = sub.add_parser("shared", help="the six shared MSPCD files")
     for q in (g, s):
-        q.add_argument("--restarts", type=int, default=8, help="restarts of the dls column")
-        q.add_argument("--etf-max", type=int, default=500, help="ETF runs up to this many tasks")
+        q.add_argument("--restarts", type=_ints_one, default=8, help="restarts of the dls column")
+        q.add_argument("--etf-max", type=_ints_one, default=500, help="ETF up to this many tasks")
     x.add_argument("--shared", action="store_true", help="the six shared MSPCD files instead")
     x.add_argument("--methods", default="lns", help="comma separated: lns, joint")
     x.add_argument(
         "--time-limit",
-        type=float,
+        type=_seconds,
         default=None,
         help="seconds per graph and method (default 60 up to n = 250, 120 above)",
     )
-    x.add_argument("--threads", type=int, default=2)
+    x.add_argument("--threads", type=_count, default=2)
     x.add_argument("--seed", type=int, default=0, help="the solver's random seed")
     c = sub.add_parser("scaling", help="DLS time against n on random layered DAGs")
-    c.add_argument("--sizes", default="1000,3000,10000,30000,100000")
+    c.add_argument("--sizes", type=_ints, default="1000,3000,10000,30000,100000")
     c.add_argument("--mesh", default="4x4")
-    c.add_argument("--width", type=int, default=12, help="most μops per DAG level")
-    c.add_argument("--etf-max", type=int, default=31_000, help="ETF runs up to this many μops")
+    c.add_argument("--width", type=_count, default=12, help="most μops per DAG level")
+    c.add_argument("--etf-max", type=_ints_one, default=31_000, help="ETF up to this many μops")
     args = p.parse_args(argv)
+    graphs = args.cmd in ("gaps", "exact") and not getattr(args, "shared", False)
+    if graphs and (why := _check_graphs(args)):
+        p.error(why)  # one line, exit 2
     mains = {"gaps": gaps_main, "shared": shared_main, "scaling": scaling_main, "exact": exact_main}
     return mains[args.cmd](args)
 

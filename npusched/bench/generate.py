@@ -163,9 +163,8 @@ def known_optimum(
         idles), ``density`` outside [0, 100], ``work_per_proc < ⌈n / procs⌉`` (a task would take 0)
         or above 2^40, more than :data:`MAX_EDGES` edges.
     """
-    acc = mspcd_accelerator(procs)  # ValueError naming the networks
-    work = default_work_per_proc(n) if work_per_proc is None else work_per_proc
-    _check_known_optimum(n, density, procs, work, spread)
+    work = check_known_optimum(n, density, procs, work_per_proc, spread)
+    acc = mspcd_accelerator(procs)
     rng = np.random.default_rng(seed)
     dur, proc, start = _zero_idle(rng, n, procs, work, spread)
     near, hi = _admissible(acc.hops(), proc, start, start + dur)
@@ -206,8 +205,23 @@ def known_optimum(
     return inst, Schedule(start, proc)
 
 
-def _check_known_optimum(n: int, density: float, procs: int, work: int, spread: float) -> None:
-    """The argument checks of :func:`known_optimum` (its Raises)."""
+def check_known_optimum(
+    n: int,
+    density: float,
+    procs: int,
+    work_per_proc: int | None = None,
+    spread: float = SPREAD,
+) -> int:
+    """The argument checks of :func:`known_optimum` (its Raises), without building the graph;
+    returns the work per processor.
+
+    Raises
+    ------
+    ValueError
+        As :func:`known_optimum`.
+    """
+    mspcd_accelerator(procs)  # ValueError naming the networks
+    work = default_work_per_proc(n) if work_per_proc is None else work_per_proc
     if n < 1 or n < procs:
         raise ValueError(
             f"n = {n} tasks on {procs} processors: a schedule without idle time needs at least "
@@ -222,6 +236,7 @@ def _check_known_optimum(n: int, density: float, procs: int, work: int, spread: 
         )
     if not 0 <= spread < 1:
         raise ValueError(f"spread must be in [0, 1), got {spread}")
+    return work
 
 
 def _zero_idle(

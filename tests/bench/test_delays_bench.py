@@ -104,3 +104,27 @@ def test_exact_marks_a_warm_start_returned_in_place_of_the_search(monkeypatch):
     row = delays.run_exact(inst, ["lns"], 5.0, 2, 0)
     assert row["lns_status"] == "optimal, warm start" and row["lns_gap"] == 0
     assert "lns_best_s" not in row and row["lns_opt"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["gaps", "--sizes", "0"],
+        ["gaps", "--procs", "5"],
+        ["gaps", "--densities", "150"],
+        ["gaps", "--sizes", "x"],
+        ["gaps", "--seeds", "0"],
+        ["exact", "--time-limit", "-1", "--sizes", "20", "--procs", "4"],
+        ["exact", "--threads", "0"],
+        ["scaling", "--sizes", "1,x"],
+    ],
+)
+def test_bad_arguments_are_one_line_errors_exit_2(argv, capsys):
+    """Out-of-range graph arguments (those known_optimum refuses) and malformed numbers end in
+    argparse's usage error before anything runs: exit 2, the reason on one line, no traceback."""
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("python -m npusched.bench.delays") and "error:" in err[-1]
+    assert "Traceback" not in "\n".join(err)
