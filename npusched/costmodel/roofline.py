@@ -39,6 +39,7 @@ unroll their loops, read their inputs once and write their outputs once.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -194,13 +195,7 @@ class Roofline:
         """How many PEs hold distinct data of an operand depending on ``rel``: the product of
         the unrollings of the loops it depends on (the others broadcast), less those of the loops
         one register file is ``shared`` over."""
-        out = 1
-        for key, u in core.pe_unroll.items():
-            dims = set(unroll_dims(key))
-            groups = {g for g, members in GROUPS.items() if dims & set(members)}
-            if groups & rel and not dims & set(shared):
-                out *= u
-        return out
+        return _files(tuple(core.pe_unroll.items()), tuple(shared), frozenset(rel))
 
     @staticmethod
     def _reuse(
@@ -226,3 +221,18 @@ class Roofline:
             if g not in rel or (window and g == "F" and "P" in kept):
                 factor *= n
         return factor, held
+
+
+@functools.lru_cache(maxsize=4096)
+def _files(
+    unroll: tuple[tuple[str, int], ...], shared: tuple[str, ...], rel: frozenset[str]
+) -> int:
+    """:meth:`Roofline._files` on the core's unrolling, memoised (it is asked once per operand
+    of every register use of every loop order)."""
+    out = 1
+    for key, u in unroll:
+        dims = set(unroll_dims(key))
+        groups = {g for g, members in GROUPS.items() if dims & set(members)}
+        if groups & rel and not dims & set(shared):
+            out *= u
+    return out

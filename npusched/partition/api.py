@@ -78,6 +78,14 @@ def scheme_tilings(
     return {ly.name: flexer_tiling(net, ly, tiles) for ly in net.layers}, {"tiles": list(tiles)}
 
 
+def machine_cost_model(machine: str, cost: str | CostModel, arch: Arch) -> CostModel:
+    """The cost model that :func:`partition_network` uses for ``cost`` on ``machine``: the
+    compute-only machine takes ``compute`` for the default ``analytic``."""
+    if isinstance(cost, str) and machine == "compute-only" and cost == "analytic":
+        cost = "compute"
+    return cost_model(cost, arch) if isinstance(cost, str) else cost
+
+
 def partition_network(
     net: Network,
     arch: Arch,
@@ -112,9 +120,7 @@ def partition_network(
     layout = Layout.of(net, tilings, ranks)
     elem = max(1, round(arch.element_bytes))
     edges = uop_edges(layout, elem)
-    if isinstance(cost, str) and machine == "compute-only" and cost == "analytic":
-        cost = "compute"
-    model = cost_model(cost, arch) if isinstance(cost, str) else cost
+    model = machine_cost_model(machine, cost, arch)
     latency = latency_table(layout, arch.cores, model)
     fallbacks = getattr(model, "fallbacks", [])
     source: dict[str, Any] = {

@@ -16,7 +16,8 @@ import numpy as np
 from npusched.arch.model import CoreSpec
 from npusched.costmodel import CostModel, TileShape
 from npusched.partition.build import Layout
-from npusched.partition.grid import IntArray
+from npusched.partition.grid import IntArray, Tiling
+from npusched.workload.layers import Layer
 
 
 def core_kinds(cores: Sequence[CoreSpec]) -> tuple[list[CoreSpec], IntArray]:
@@ -42,19 +43,29 @@ def _same(a: CoreSpec, b: CoreSpec) -> bool:
     )
 
 
+def layer_latencies(
+    layer: Layer, t: Tiling, kinds: Sequence[CoreSpec], model: CostModel
+) -> IntArray:
+    """``(t.size, len(kinds))`` cycles of each tile of ``layer`` (in :meth:`Tiling.index` order)
+    on each core kind under ``model``: one cost-model call per distinct tile shape and kind."""
+    lengths = [np.unique(t.lengths(d), return_inverse=True) for d in range(4)]
+    shape = tuple(v.size for v, _ in lengths)
+    out = np.empty((t.size, len(kinds)), dtype=np.int64)
+    for kind, core in enumerate(kinds):
+        per = np.empty(shape, dtype=np.int64)
+        for idx in np.ndindex(*shape):
+            lk, ly, lx, lc = (int(lengths[d][0][i]) for d, i in enumerate(idx))
+            per[idx] = model.latency(TileShape.of(layer, lk, ly, lx, lc), core)
+        out[:, kind] = per[np.ix_(*(inv for _, inv in lengths))].reshape(-1)
+    return out
+
+
 def latency_table(layout: Layout, cores: Sequence[CoreSpec], model: CostModel) -> IntArray:
     """``(n, m)`` cycles of every μop on each of ``cores`` under ``model``."""
     kinds, of = core_kinds(cores)
     table = np.empty((layout.n, len(kinds)), dtype=np.int64)
     for layer in layout.net.layers:
-        t = layout.tilings[layer.name]
-        lengths = [np.unique(t.lengths(d), return_inverse=True) for d in range(4)]
-        shape = tuple(v.size for v, _ in lengths)
-        for kind, core in enumerate(kinds):
-            per = np.empty(shape, dtype=np.int64)
-            for idx in np.ndindex(*shape):
-                lk, ly, lx, lc = (int(lengths[d][0][i]) for d, i in enumerate(idx))
-                per[idx] = model.latency(TileShape.of(layer, lk, ly, lx, lc), core)
-            grid = per[np.ix_(*(inv for _, inv in lengths))].reshape(-1)
-            table[layout.uops(layer.name), kind] = grid
+        table[layout.uops(layer.name)] = layer_latencies(
+            layer, layout.tilings[layer.name], kinds, model
+        )
     return table[:, of]

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from npusched.arch.model import Arch
+from npusched.costmodel import CostModel
+from npusched.partition.costs import core_kinds, layer_latencies
 from npusched.partition.schemes import KlotskiMemory
 from npusched.workload.network import Network
 
@@ -126,6 +128,31 @@ class DesignSpace:
 
     def __len__(self) -> int:
         return len(self.points)
+
+    def load_bounds(self, net: Network, arch: Arch, model: CostModel) -> np.ndarray:
+        """For each point, the load term ``⌈Σ_i min_c l_i / m⌉`` of its instance's lower bound
+        (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.lower_bound`), costed by
+        ``model`` without building the instance (each layer's tiling is costed once per
+        distinct clipped shape).
+
+        Their minimum bounds the makespan of every schedule of every partition of the space, so
+        ``1 - min / T`` is the most that any search over ``s`` and any scheduler can gain over a
+        schedule of ``T`` cycles (the headroom over baseline 2 in :mod:`npusched.bench.klotski`).
+        """
+        memory = KlotskiMemory(net, arch)
+        kinds, _ = core_kinds(arch.cores)
+        work: dict[tuple[str, tuple[int, ...]], int] = {}
+        out = np.empty(len(self.points), dtype=np.int64)
+        for j, s in enumerate(self.points):
+            total = 0
+            for layer in net.layers:
+                key = (layer.name, memory.clipped(layer, s))
+                if key not in work:
+                    lat = layer_latencies(layer, memory.tiling(layer, s), kinds, model)
+                    work[key] = int(lat.min(axis=1).sum())
+                total += work[key]
+            out[j] = -(-total // len(arch.cores))
+        return out
 
     def unit(self) -> np.ndarray:
         """``(len, 4)`` float64 inputs in ``[0, 1]``: log2 of each coordinate over its axis."""

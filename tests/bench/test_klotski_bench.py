@@ -21,6 +21,10 @@ def test_rows_and_doc_block(tmp_path):
     (row,) = json.loads(rows.read_text())
     assert row["evaluations"] == 3 and row["time_limit"] is None  # no paper figures for LeNet
     assert row["klotski"] <= row["baseline1"] and row["baseline1_uops"] <= row["uops"]
+    # the space bound holds for every schedule of every shape, so for all three
+    assert 0 < row["space_bound"] <= min(row["klotski"], row["baseline1"], row["baseline2"])
+    assert row["space_bound"] <= row["bound"]  # Klotski's own shape is one of the space's
+    assert "headroom over baseline 2" in text and "more than" in text
     assert row["klotski_hur"] > 1  # on LeNet Klotski keeps more cores busy than one per layer
 
 
