@@ -151,13 +151,24 @@ class UopGraph:
         cut = np.flatnonzero(np.diff(key[order])) + 1
         return np.split(order, cut) if order.size else []
 
-    def heads(self, duration: IntArray | None = None) -> IntArray:
+    def heads(
+        self,
+        duration: IntArray | None = None,
+        delay: IntArray | None = None,
+        release: IntArray | None = None,
+    ) -> IntArray:
         """Earliest start of each μop, i.e. the longest path into it (Klotski eq. 1, ASAP);
-        computed level by level."""
+        computed level by level. ``delay`` adds a time to each edge (in edge order) and
+        ``release`` is each μop's earliest start of its own (both zero by default)."""
         d = np.asarray(self.latency if duration is None else duration, dtype=np.int64)
-        head = np.zeros(self.n, dtype=np.int64)
+        w = np.zeros(self.src.size, dtype=np.int64) if delay is None else delay
+        head = (
+            np.zeros(self.n, dtype=np.int64)
+            if release is None
+            else np.array(release, dtype=np.int64)
+        )
         for e in self._by_level(self.dst):
-            np.maximum.at(head, self.dst[e], head[self.src[e]] + d[self.src[e]])
+            np.maximum.at(head, self.dst[e], head[self.src[e]] + d[self.src[e]] + w[e])
         return head
 
     def tails(self, duration: IntArray | None = None) -> IntArray:

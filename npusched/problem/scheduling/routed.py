@@ -521,12 +521,7 @@ class RoutedInstance:
             if t.data > 0 and t.consumers.size:
                 fastest = np.where(mask[t.consumers], dram_bw[None], 0.0).max(axis=1)
                 np.maximum.at(head, t.consumers, np.ceil(t.data / fastest - 1e-9).astype(np.int64))
-        in_edges = np.argsort(g.dst, kind="stable")
-        for q in g.topo.tolist():
-            e = in_edges[g.pred_ptr[q] : g.pred_ptr[q + 1]]
-            if e.size:
-                p = g.src[e]
-                head[q] = max(head[q], int((head[p] + d[p] + weight[e]).max()))
+        head = g.heads(d, weight, head)
         bound = max(int((head + d).max()), -(-int(d.sum()) // self.m))
         only = mask.sum(axis=1) == 1
         if only.any():
