@@ -65,7 +65,7 @@ $s = (14, 14, 96, 112)$."""),
 analytic = cost_model("analytic", arch)
 try:
     zigzag = cost_model("zigzag", arch, time_limit=60)
-except ImportError as err:  # the zigzag extra is not installed: analytic only
+except ImportError as err:  # zigzag-dse (a dependency of the default install) is missing: analytic only
     zigzag = None
     print(err)
 labels, parts, zz = [], [], []

@@ -4,7 +4,7 @@ core's SRAM (``../shared/DESIGN.md``, *Machine model*).
 - ``analytic`` (the default): a roofline per memory level
   (:class:`~npusched.costmodel.roofline.Roofline`);
 - ``zigzag``: ZigZag's temporal-mapping search, cached on disk
-  (:class:`~npusched.costmodel.zigzag.ZigZagCost`; needs the ``zigzag`` extra);
+  (:class:`~npusched.costmodel.zigzag.ZigZagCost`; ``zigzag-dse`` comes with the default install);
 - ``compute``: the PE array's compute steps alone (:class:`ComputeSteps`), the model of the
   compute-only machine.
 """

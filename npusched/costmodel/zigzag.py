@@ -1,4 +1,4 @@
-r"""ZigZag's intra-core latency of a tile (``zigzag-dse`` 3.9; the ``zigzag`` extra).
+r"""ZigZag's intra-core latency of a tile (``zigzag-dse`` 3.9, a dependency of the default install).
 
 :class:`ZigZagCost` asks ZigZag (KU Leuven's DNN accelerator cost model, the one Stream calls for
 every computation node) for the latency of a :class:`~npusched.costmodel.shape.TileShape` on a

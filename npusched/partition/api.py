@@ -78,6 +78,14 @@ def scheme_tilings(
     return {ly.name: flexer_tiling(net, ly, tiles) for ly in net.layers}, {"tiles": list(tiles)}
 
 
+FINER = {
+    "klotski": "a smaller --s",
+    "stream": "more CNs per layer, e.g. --cn K=16,OY=1",
+    "flexer": "smaller --tiles",
+}
+"""What :func:`partition_network` suggests, per scheme, when a μop does not fit its core."""
+
+
 def machine_cost_model(machine: str, cost: str | CostModel, arch: Arch) -> CostModel:
     """The cost model that :func:`partition_network` uses for ``cost`` on ``machine``: the
     compute-only machine takes ``compute`` for the default ``analytic``."""
@@ -143,4 +151,9 @@ def partition_network(
     if machine == "compute-only":
         acc = Accelerator.from_arch(arch)
         return compute_instance(layout, edges, latency, acc, name, source)
-    return routed_instance(layout, edges, latency, arch, name, source, elem)
+    try:
+        return routed_instance(layout, edges, latency, arch, name, source, elem)
+    except ValueError as err:  # a μop whose data alone exceeds a core's memory: say how to cut
+        if "memory holds" not in str(err):
+            raise
+        raise ValueError(f"{err}; cut finer with {FINER[scheme]}") from None

@@ -4,6 +4,7 @@ on random layer shapes and tilings."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -370,3 +371,16 @@ def test_klotski_mutensor_must_fit_the_core_memory(tmp_path):
         out,
     )
     assert r.returncode == 2 and "core memory" in r.stderr and not out.exists()
+
+
+def test_a_uop_over_its_core_memory_says_how_to_cut_finer():
+    """ResNet-18's layer4 3×3 convolution, one CN per output row, holds more than a 2 MB core
+    of stream-hetero: the error names the μop and the scheme's finer cut, and that cut works."""
+    from npusched.arch import load_arch
+    from npusched.partition.api import partition_network, resolve_network
+
+    net, arch = resolve_network("resnet18"), load_arch("stream-hetero")
+    with pytest.raises(ValueError, match=r"μop \d+ needs .* cut finer with more CNs per layer"):
+        partition_network(net, arch, "stream")
+    inst = partition_network(net, arch, "stream", cn={"K": 16, "OY": 1})
+    assert inst.n > 0
