@@ -15,11 +15,13 @@ The summary gives, per architecture and layer kind, the median of ``analytic / z
 share of layers within 30 %: the issue's goal is within 10 % on the median conv layer and
 within 30 % on 90 % of layers.
 
-**Stream's exports.** Every distinct computation node (CN) tile of the exported ResNet-18 (its
-conv, pooling, add and gemm CNs; Stream's separate ReLU nodes have no layer here) is rebuilt
-from the network (ZigZag's own ``resnet18.onnx``, the file Stream ran) and the CN's operand
-sizes, and costed on the matching core of ``stream-hetero`` by both models; the export's
-``cost_per_core`` latency is ZigZag's ``latency_total2`` from Stream's run. CNs whose operands
+**Stream's exports.** Every distinct computation node (CN) tile of each export in
+``../shared/benchmarks/stream`` (its conv, pooling, add and gemm CNs; Stream's separate ReLU
+nodes have no layer here) is rebuilt from the network the export names (``source.workload``:
+``resnet18.onnx``, ZigZag's own file, the one Stream ran) and the CN's operand sizes, and
+costed on the matching core of ``stream-hetero`` by both models; the export's ``cost_per_core``
+latency is ZigZag's ``latency_total2`` from Stream's run. An export whose network ZigZag does
+not ship (the TinyResNet-16 export's ``tiny_res.onnx``) is named as left out. CNs whose operands
 Stream left in DRAM (``too_large_operands``) are costed by Stream with a DRAM level, which this
 model (data in SRAM) does not have; they are counted apart.
 """
@@ -50,7 +52,6 @@ from npusched.workload.network import Network
 from npusched.workload.zoo import load_network
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "benchmarks" / "stream"
-EXPORT = "resnet18_tpu_quad_core_fused.json"
 
 
 def tile_bytes(shape: TileShape, elem: int) -> int:
@@ -112,18 +113,33 @@ def _tile(shape: TileShape) -> str:
     return f"K{shape.K} C{shape.C} {shape.OY}x{shape.OX} F{shape.FY}x{shape.FX}"
 
 
-def export_rows(models: dict[str, CostModel], arch: Arch) -> list[dict[str, Any]]:
-    """One row per distinct CN tile of Stream's ResNet-18 export (module docstring); empty when
-    the export or ZigZag's ``resnet18.onnx`` is missing."""
-    path = SHARED / EXPORT
-    onnx_file = _zigzag_workload("resnet18.onnx")
-    if not path.is_file() or onnx_file is None:
-        return []
+def export_rows(
+    models: dict[str, CostModel], arch: Arch, folder: Path = SHARED
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per distinct CN tile of every Stream export in ``folder`` (module docstring), and
+    a line for each export left out: its CN tiles are rebuilt from the network it names
+    (``source.workload``), which must be one that ZigZag ships."""
+    rows: list[dict[str, Any]] = []
+    left_out: list[str] = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        data = read_json(path)
+        workload = str(data.get("source", {}).get("workload", ""))
+        onnx_file = _zigzag_workload(workload) if workload else None
+        if onnx_file is None:
+            left_out.append(f"{path.name}: its workload {workload or '(unnamed)'} is not "
+                            "among ZigZag's ONNX files, so its CN tiles cannot be rebuilt")
+            continue
+        rows += _export_cns(data, path.name, onnx_file, models, arch)
+    return rows, left_out
+
+
+def _export_cns(data: dict[str, Any], export: str, onnx_file: Path,
+                models: dict[str, CostModel], arch: Arch) -> list[dict[str, Any]]:  # fmt: skip
+    """The rows of one export: each distinct (tile, core, operands in DRAM) once."""
     from npusched.io.onnx_import import read_onnx
 
     net = read_onnx(onnx_file)
     by_name = {layer.name: layer for layer in net.layers}
-    data = read_json(path)
     cores = {c.id: c for c in arch.cores}
     seen: dict[tuple[Any, ...], dict[str, Any]] = {}
     for cn in data["cns"]:
@@ -137,8 +153,9 @@ def export_rows(models: dict[str, CostModel], arch: Arch) -> list[dict[str, Any]
             seen[key]["cns"] += 1
             continue
         core = cores[int(core_id)]
-        row: dict[str, Any] = {"cn": cn["name"], "kind": shape.kind, "tile": _tile(shape),
-                               "core": core.name, "cns": 1, "stream": int(cost["latency"]),
+        row: dict[str, Any] = {"export": export, "cn": cn["name"], "kind": shape.kind,
+                               "tile": _tile(shape), "core": core.name, "cns": 1,
+                               "stream": int(cost["latency"]),
                                "dram": bool(cost["too_large_operands"])}  # fmt: skip
         for name, model in models.items():
             row[name] = _cost(model, shape, core)
@@ -231,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     exported: list[dict[str, Any]] = []
+    left_out: list[str] = []
     for a in args.archs.split(","):
         arch = load_arch(a.strip())
         models: dict[str, CostModel] = {"analytic": cost_model("analytic", arch),
@@ -243,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.networks.split(","):
             rows += layer_rows(load_network(n.strip()), arch, models)
         if arch.name == "stream-hetero":
-            exported = export_rows(models, arch)
+            exported, left_out = export_rows(models, arch)
     parts = [f"Measured in {time.perf_counter() - t0:.0f} s (ZigZag calls cached on disk).\n"]
     if not args.no_zigzag:
         parts += ["## Analytic over ZigZag, per architecture and layer kind\n",
@@ -252,11 +270,13 @@ def main(argv: list[str] | None = None) -> int:
                   _table(summary(rows, "analytic", "zigzag", by="type"))]  # fmt: skip
     if exported:
         onchip = [r for r in exported if not r["dram"]]
-        parts += ["\n## Stream's exported ResNet-18 CNs: each model over Stream's latency\n",
+        parts += ["\n## Stream's exported CNs: each model over Stream's latency\n",
                   "analytic:\n", _table(summary(onchip, "analytic", "stream"))]  # fmt: skip
         if not args.no_zigzag:
             parts += ["\nZigZag (ours):\n", _table(summary(onchip, "zigzag", "stream"))]
         parts.append("\n" + tabulate(exported, headers="keys", tablefmt="github"))
+    if left_out:
+        parts += ["\nLeft out:\n", *(f"- {why}" for why in left_out)]
     parts += ["\n## Per layer\n", tabulate(rows, headers="keys", tablefmt="github")]
     publish("\n".join(parts), args.doc)
     if args.json:
