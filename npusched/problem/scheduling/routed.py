@@ -513,14 +513,23 @@ class RoutedInstance:
         g, mask = self.graph, self.mask
         bw, dram_bw = self._bandwidths()
         copy = self.copy_data(g.src, self.read_data)  # at least what the consumer reads
-        pair = mask[g.src][:, :, None] & mask[g.dst][:, None, :]
-        best = np.where(pair, bw[None], 0.0).max(axis=(1, 2))
+        # per distinct row of the mask (one for μops free to run anywhere): the fastest link
+        # between two such core sets, and from DRAM into one
+        kinds, of = np.unique(mask, axis=0, return_inverse=True)
+        of = of.ravel()
+        if len(kinds) ** 2 <= g.src.size:
+            pair = kinds[:, None, :, None] & kinds[None, :, None, :]
+            best = np.where(pair, bw[None, None], 0.0).max(axis=(2, 3))[of[g.src], of[g.dst]]
+        else:  # more distinct core sets than edges: edge by edge
+            pair = mask[g.src][:, :, None] & mask[g.dst][:, None, :]
+            best = np.where(pair, bw[None], 0.0).max(axis=(1, 2))
         weight = np.where(g.bytes > 0, np.ceil(copy / best - 1e-9), 0).astype(np.int64)
+        fastest = np.where(kinds, dram_bw[None], 0.0).max(axis=1)[of]
         head = np.zeros(self.n, dtype=np.int64)
         for t in self.dram:
             if t.data > 0 and t.consumers.size:
-                fastest = np.where(mask[t.consumers], dram_bw[None], 0.0).max(axis=1)
-                np.maximum.at(head, t.consumers, np.ceil(t.data / fastest - 1e-9).astype(np.int64))
+                arrive = np.ceil(t.data / fastest[t.consumers] - 1e-9).astype(np.int64)
+                np.maximum.at(head, t.consumers, arrive)
         head = g.heads(d, weight, head)
         bound = max(int((head + d).max()), -(-int(d.sum()) // self.m))
         only = mask.sum(axis=1) == 1
