@@ -10,7 +10,10 @@ DesignSpace`) so that both baselines search the same partitions:
 
 - start from the design space's median point in μops (seeded choice among equals);
 - a move goes to one of the ``neighbours`` nearest points in the space's normalised
-  coordinates (log2 of ``h, w, ic, oc``), chosen at random;
+  coordinates (log2 of ``h, w, ic, oc``; :meth:`~npusched.search.space.DesignSpace.nearest`),
+  chosen at random; when all of them are evaluated, to one of the ``neighbours`` nearest points
+  not yet evaluated (ours: without it a walk that has explored its region revisits it for free
+  until the step cap, and ended after 18 of 50 evaluations on ResNet-152);
 - a move whose makespan ``M'`` is no worse is taken; a worse one with probability
   :math:`\\exp(-(M' - M) / (M \\cdot T))` at temperature :math:`T`, which falls geometrically from
   ``t_start`` to ``t_end`` over the budget (a relative increase of ``T`` is taken with
@@ -47,7 +50,6 @@ def anneal(
     if budget < 1:
         raise ValueError(f"the budget must be at least 1, got {budget}")
     rng = np.random.default_rng(seed)
-    x = space.unit()
     out = SearchResult(space)
     done: dict[int, Evaluation] = {}
 
@@ -69,8 +71,9 @@ def anneal(
             break
         steps += 1
         temp = t_start * (t_end / t_start) ** (len(done) / max(1, budget - 1))
-        dist = np.abs(x - x[here]).sum(axis=1)
-        near = np.argsort(dist, kind="stable")[1 : neighbours + 1]
+        near = space.nearest(here, neighbours)
+        if all(j in done for j in near):  # an explored region: its nearest unevaluated points
+            near = space.nearest(here, neighbours, skip=done) or near
         k = int(rng.choice(near))
         cand = visit(k)
         if not cand.feasible or cand.makespan is None:
@@ -82,3 +85,43 @@ def anneal(
         if worse <= 0 or rng.random() < math.exp(-worse / temp):
             here, current = k, cand
     return out
+
+
+def descend(
+    space: DesignSpace,
+    evaluate: Callable[[Shape4], Evaluation],
+    result: SearchResult,
+    budget: int,
+    neighbours: int = 8,
+    deadline: float | None = None,
+) -> SearchResult:
+    """Polish a search's best point (ours, after Klotski's BO: :func:`~npusched.search.
+    orchestrate.orchestrate`): evaluate the ``neighbours`` nearest points of the incumbent not
+    yet evaluated (:meth:`~npusched.search.space.DesignSpace.nearest`), move to the first one
+    that scores better, and repeat, for at most ``budget`` more evaluations. A step that would
+    end past ``deadline``, judged by the last one's time, is not begun (``complete`` false).
+    ``result`` is extended in place and returned."""
+    if not result.feasible or budget < 1:
+        return result
+    done = {space.index(e.s): e for e in result.evaluations}
+    here, spent, step = space.index(result.best.s), 0, 0.0
+    while spent < budget:
+        near = space.nearest(here, neighbours, skip=done)
+        if not near:
+            break
+        for k in near:
+            if spent >= budget:
+                break
+            if deadline is not None and time.perf_counter() + step > deadline:
+                result.complete = False
+                return result
+            began = time.perf_counter()
+            done[k] = ev = evaluate(space.points[k])
+            result.evaluations.append(ev)
+            result.predicted.append(None)
+            spent += 1
+            step = time.perf_counter() - began
+            if ev.feasible and ev.score > done[here].score:
+                here = k
+                break
+    return result

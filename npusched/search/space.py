@@ -28,6 +28,7 @@ largest value of that axis.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Container
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,6 +160,20 @@ class DesignSpace:
         logs = np.log2(np.asarray(self.points, dtype=np.float64))
         top = logs.max(axis=0)
         return logs / np.where(top > 0, top, 1.0)
+
+    def nearest(self, here: int, k: int, skip: Container[int] = ()) -> list[int]:
+        """The ``k`` points nearest to point ``here`` (L1 distance in :meth:`unit` coordinates,
+        the earlier point first on ties), ``here`` and the points of ``skip`` left out: the
+        neighbourhood of the local searches (:mod:`npusched.search.anneal`)."""
+        x = self.unit()
+        order = np.argsort(np.abs(x - x[here]).sum(axis=1), kind="stable")
+        out = []
+        for j in order.tolist():
+            if j != here and j not in skip:
+                out.append(j)
+                if len(out) == k:
+                    break
+        return out
 
     def index(self, s: Shape4) -> int:
         """Position of shape ``s``; an ``s`` outside the space is a ValueError."""

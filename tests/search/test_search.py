@@ -192,3 +192,44 @@ def test_load_bounds_are_each_instances_load_term(lenet_space):
             inst = partition_network(net, arch, "klotski", s=space.points[j], machine=machine)
             d = inst.duration.min(axis=1)
             assert bounds[j] == -(-int(d.sum()) // inst.m) <= inst.lower_bound()
+
+
+def test_nearest_prefers_what_is_left(lenet_space):
+    _, _, space = lenet_space
+    near = space.nearest(0, 5)
+    assert len(near) == 5 and 0 not in near
+    d = np.abs(space.unit() - space.unit()[0]).sum(axis=1)
+    assert max(d[near]) <= min(np.delete(d, [0, *near]))  # no farther point chosen over a nearer
+    rest = space.nearest(0, 5, skip=set(near))
+    assert not set(rest) & set(near) and min(d[rest]) >= max(d[near])
+
+
+def test_descend_polishes_without_repeating(lenet_space):
+    """From a few evaluations far from the optimum the descent climbs: it never evaluates a
+    point twice, spends at most its budget, and ends no worse than where it began."""
+    from npusched.search.anneal import descend
+
+    _, _, space = lenet_space
+    run = _fake(space)
+    res = bayes_search(space, run, budget=3, n_init=3, seed=1, progress=False)
+    start = res.best.score
+    descend(space, run, res, budget=15)
+    shapes = [e.s for e in res.evaluations]
+    assert len(shapes) == len(set(shapes)) <= 3 + 15
+    assert res.best.score > start  # the fake score is smooth: a neighbour is better
+
+
+def test_annealing_spends_its_budget(lenet_space):
+    """Once a walk's nearest points are all evaluated it moves on to unevaluated ones, so the
+    budget is spent (it stopped at 18 of 50 on ResNet-152 before)."""
+    from npusched.search.anneal import anneal
+
+    _, _, space = lenet_space
+    unit, target = space.unit(), space.unit()[len(space) // 3]
+
+    def bowl(s):  # a steep bowl: once at its bottom every move is refused
+        gap = float(np.abs(unit[space.index(s)] - target).sum())
+        return Evaluation(s, "makespan", None, int(1000 * (1 + 50 * gap)), 1, 0.0)
+
+    res = anneal(space, bowl, budget=40, seed=0)
+    assert len({e.s for e in res.evaluations}) == 40
