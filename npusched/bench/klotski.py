@@ -32,7 +32,6 @@ from npusched.arch import load_arch
 from npusched.bench.doc import publish
 from npusched.partition.api import machine_cost_model, resolve_network
 from npusched.search.orchestrate import orchestrate
-from npusched.search.space import DesignSpace
 from npusched.verify import check
 
 NETWORKS = ("vgg16", "vgg19", "resnet50", "resnet152", "inceptionv3")
@@ -84,7 +83,7 @@ def run_row(net_name: str, mesh: str, budget: int, final_limit: float, threads: 
     b1, b2 = orch.baselines["baseline1"], orch.baselines["baseline2"]
     model = machine_cost_model(options.get("machine", "routed"), options.get("cost", "analytic"),
                                arch)  # fmt: skip
-    space_bound = int(DesignSpace.build(net, arch).load_bounds(net, arch, model).min())
+    space_bound = int(orch.search.space.load_bounds(net, arch, model).min())
     same = orch.baselines["baseline2_same_partition"]
     return {
         "network": net_name,

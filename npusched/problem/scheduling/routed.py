@@ -514,15 +514,12 @@ class RoutedInstance:
         bw, dram_bw = self._bandwidths()
         copy = self.copy_data(g.src, self.read_data)  # at least what the consumer reads
         # per distinct row of the mask (one for μops free to run anywhere): the fastest link
-        # between two such core sets, and from DRAM into one
+        # between the core sets of each pair of rows that an edge joins, and from DRAM into one
         kinds, of = np.unique(mask, axis=0, return_inverse=True)
         of = of.ravel()
-        if len(kinds) ** 2 <= g.src.size:
-            pair = kinds[:, None, :, None] & kinds[None, :, None, :]
-            best = np.where(pair, bw[None, None], 0.0).max(axis=(2, 3))[of[g.src], of[g.dst]]
-        else:  # more distinct core sets than edges: edge by edge
-            pair = mask[g.src][:, :, None] & mask[g.dst][:, None, :]
-            best = np.where(pair, bw[None], 0.0).max(axis=(1, 2))
+        ends, pair_of = np.unique(np.stack([of[g.src], of[g.dst]]), axis=1, return_inverse=True)
+        pair = kinds[ends[0]][:, :, None] & kinds[ends[1]][:, None, :]
+        best = np.where(pair, bw[None], 0.0).max(axis=(1, 2))[pair_of.ravel()]
         weight = np.where(g.bytes > 0, np.ceil(copy / best - 1e-9), 0).astype(np.int64)
         fastest = np.where(kinds, dram_bw[None], 0.0).max(axis=1)[of]
         head = np.zeros(self.n, dtype=np.int64)
