@@ -90,6 +90,7 @@ from collections import deque
 import numpy as np
 
 from npusched.heuristics.scheduling.routed_list import Timeline, all_routes, earliest, route_id
+from npusched.problem.scheduling.dag import UopGraph
 from npusched.problem.scheduling.routed import (
     EVICT,
     REFETCH,
@@ -190,6 +191,25 @@ class Profile:
             self.lo += j
 
 
+Needs = list[tuple[int, int, int, bool]]
+"""What a μop has yet to receive on its core: (tensor, release, bits, again) by release."""
+
+
+def _producers(g: UopGraph) -> tuple[list[list[int]], list[list[int]]]:
+    """Per μop, its distinct producers and those whose edge carries data, each in the order
+    of its in-edges (first occurrence): the scheduler's per-μop loops read these lists instead
+    of the edge arrays."""
+    order = np.argsort(g.dst, kind="stable")
+    src, data = g.src[order].tolist(), (g.bytes[order] > 0).tolist()
+    ptr = g.pred_ptr.tolist()
+    preds, data_preds = [], []
+    for lo, hi in zip(ptr[:-1], ptr[1:], strict=True):
+        preds.append(list(dict.fromkeys(src[lo:hi])))
+        data_preds.append(list(dict.fromkeys(p for p, d in zip(src[lo:hi], data[lo:hi],
+                                                                strict=True) if d)))  # fmt: skip
+    return preds, data_preds
+
+
 def _layers(inst: RoutedInstance) -> np.ndarray:
     """Layer index per μop: the instance's own (Stream's ``layer_id``) or the depth over data
     edges."""
@@ -233,9 +253,10 @@ class _Scheduler:
         g, n, m = inst.graph, inst.n, inst.m
         self.inst, self.g = inst, g
         self.core = np.argmax(inst.mask, axis=1).astype(np.int64)
-        self.dur = inst.duration[np.arange(n), self.core]
-        self.output = inst.output_data
-        self.in_edges = np.argsort(g.dst, kind="stable")
+        self.core_of: list[int] = self.core.tolist()  # the same, for scalar reads
+        self.dur: list[int] = inst.duration[np.arange(n), self.core].tolist()
+        self.output: list[int] = inst.output_data.tolist()
+        self.preds, self.data_preds = _producers(g)
         self.routes = [
             tuple(int(inst.topology.resource_of[x]) for x in r) for r in all_routes(inst)
         ]
@@ -250,7 +271,7 @@ class _Scheduler:
                     self.dram_of[i].append(k)
         # consumers still to schedule, per lifetime: (tensor, core) with tensor = producer μop
         # or -1 - k for DRAM tensor k; a producer's own copy is (p, core[p]).
-        tr = required_transfers(inst, self.core)
+        self.transfers = tr = required_transfers(inst, self.core)
         self.check_fit()
         self.pending: dict[tuple[int, int], int] = {}
         for p in range(n):
@@ -264,10 +285,10 @@ class _Scheduler:
             key = tr.key(t)
             self.pending[key] = int(np.unique(tr.serves[t]).size)
             if key[0] >= 0:
-                self.pending[(key[0], int(self.core[key[0]]))] += 1  # the send itself
+                self.pending[(key[0], self.core_of[key[0]])] += 1  # the send itself
         self.last_use = dict.fromkeys(self.pending, 0)
         self.streamed = streamed = inst.is_streamed
-        self.buffered = {(p, c) for p, c in self.pending if p >= 0 and c == self.core[p]}
+        self.buffered = {(p, c) for p, c in self.pending if p >= 0 and c == self.core_of[p]}
         self.buffered = {key for key in self.buffered if not streamed[key[0]]}
         self.buffered |= {tr.key(t) for t in range(tr.size) if not streamed[tr.serves[t]].all()}
         self.key_id = {key: k for k, key in enumerate(self.pending)}
@@ -283,9 +304,9 @@ class _Scheduler:
         self.stuck = {key for key in part if streamed[key[0]]}  # no producer's copy to write
         self.waits: dict[int, set[int]] = {}  # producer -> cores of partial copies it waits for
         self.arrived: dict[tuple[int, int], int] = {}
-        self.start = np.full(n, -1, dtype=np.int64)
-        self.end = np.zeros(n, dtype=np.int64)
-        self.free = np.zeros(m, dtype=np.int64)
+        self.start = [-1] * n
+        self.end = [0] * n
+        self.free = [0] * m
         self.recent: list[deque[int]] = [deque(maxlen=LOOKBACK) for _ in range(m)]
         self.layer = _layers(inst)
         self.priority = priority
@@ -319,45 +340,46 @@ class _Scheduler:
             aside = []
             while pool:
                 cand = heapq.heappop(pool)
-                if self.fits(cand[2]):
+                needs = self.fitting(cand[2])
+                if needs is not None:
                     break
                 aside.append(cand)
             else:
                 cand = aside.pop(0)
                 if not self.evict_for(cand[2]):
                     self.deadlock([cand[2]] + [c[2] for c in aside])
+                needs = self.needs(cand[2])
             i = cand[2]
-            self.place(i)
+            self.place(i, needs)
             for c in aside:
                 heapq.heappush(pool, c)
             for j in g.succs(i).tolist():
                 indeg[j] -= 1
-                ready_at[j] = max(ready_at[j], int(self.end[i]))
+                ready_at[j] = max(ready_at[j], self.end[i])
                 if indeg[j] == 0:
                     heapq.heappush(pool, self.key(j, int(ready_at[j])))
-        tr = required_transfers(self.inst, self.core)
+        tr = self.transfers
         tend = np.array([self.first.get(tr.key(t), -1) for t in range(tr.size)], dtype=np.int64)
         tstart = np.where(tend >= 0, tend - tr.cycles, -1)  # -1: replaced by a re-fetch
         rec = np.array(self.rec, dtype=np.int64).reshape(-1, 5).T
         mv = np.array(self.moves, dtype=np.int64).reshape(-1, 6).T
-        return RoutedSchedule(self.start, self.core, tstart, tend, Residency(*rec), Moves(*mv))
+        start = np.array(self.start, dtype=np.int64)
+        return RoutedSchedule(start, self.core, tstart, tend, Residency(*rec), Moves(*mv))
 
-    def needs(self, i: int) -> list[tuple[int, int, int, bool]]:
+    def needs(self, i: int) -> Needs:
         """Data μop ``i`` has yet to receive on its core: (tensor, release, bits, again), by
         release; ``again``: fetched from DRAM (a re-fetch), else the required transfer."""
-        g, c = self.g, int(self.core[i])
-        edges = self.in_edges[g.pred_ptr[i] : g.pred_ptr[i + 1]]
+        c, core = self.core_of[i], self.core_of
         out: dict[int, tuple[int, int, bool]] = {}
-        for e in edges.tolist():
-            p = int(g.src[e])
-            if g.bytes[e] > 0 and (p, c) in self.evicted:
+        for p in self.data_preds[i]:
+            if (p, c) in self.evicted:
                 out[p] = (max(self.in_dram[p], self.evicted[(p, c)]), self.size[(p, c)], True)
-            elif g.bytes[e] > 0 and (p, c) not in self.arrived and self.from_dram(p, c):
+            elif (p, c) not in self.arrived and self.from_dram(p, c):
                 out[p] = (self.in_dram[p], self.size[(p, c)], True)  # sent from DRAM instead
-            elif g.bytes[e] > 0 and self.core[p] != c and (p, c) not in self.arrived:
+            elif core[p] != c and (p, c) not in self.arrived:
                 # sent from the producer's core: once its output is made (or fetched back)
-                home = self.arrived.get((p, int(self.core[p])), 0)
-                out[p] = (max(int(self.end[p]), home), self.size[(p, c)], False)
+                home = self.arrived.get((p, core[p]), 0)
+                out[p] = (max(self.end[p], home), self.size[(p, c)], False)
         for k in self.dram_of[i]:
             key = (-1 - k, c)
             if key not in self.arrived:
@@ -375,29 +397,34 @@ class _Scheduler:
         lifetime stays evicted for the μops there that keep their operands)."""
         return 0 if again and self.streamed[i] else self.bits(key, data)
 
-    def new_bits(self, i: int) -> int:
-        c = int(self.core[i])
-        into = sum(self.space(i, (s, c), b, again) for s, _, b, again in self.needs(i))
-        return into + self.bits((i, c), int(self.output[i]))
+    def new_bits(self, i: int, needs: Needs | None = None) -> int:
+        """Space μop ``i`` takes on its core when placed now: what it receives (``needs``,
+        default :meth:`needs`) and its output."""
+        c = self.core_of[i]
+        needs = self.needs(i) if needs is None else needs
+        into = sum(self.space(i, (s, c), b, again) for s, _, b, again in needs)
+        return into + self.bits((i, c), self.output[i])
 
-    def fits(self, i: int) -> bool:
-        mem = self.mem[int(self.core[i])]
-        return mem.open_bits + self.new_bits(i) <= mem.capacity
+    def fitting(self, i: int) -> Needs | None:
+        """What μop ``i`` has yet to receive (:meth:`needs`) when it fits on its core now, else
+        ``None``."""
+        mem, needs = self.mem[self.core_of[i]], self.needs(i)
+        return needs if mem.open_bits + self.new_bits(i, needs) <= mem.capacity else None
 
-    def place(self, i: int) -> None:
-        g, c, inst = self.g, int(self.core[i]), self.inst
+    def place(self, i: int, needs: Needs) -> None:
+        """Place μop ``i`` on its core with its data ``needs`` (:meth:`needs`, taken in this
+        state): each transfer in the earliest window of its route and its core's memory."""
+        c, inst, core, end = self.core_of[i], self.inst, self.core_of, self.end
         mem = self.mem[c]
-        est = int(self.free[c])
-        for e in self.in_edges[g.pred_ptr[i] : g.pred_ptr[i + 1]].tolist():
-            p = int(g.src[e])
-            est = max(est, int(self.end[p]))
-            if g.bytes[e] > 0 and self.core[p] != c and (p, c) in self.arrived:
+        est = max([self.free[c], *(end[p] for p in self.preds[i])])
+        for p in self.data_preds[i]:
+            if core[p] != c and (p, c) in self.arrived:
                 est = max(est, self.arrived[(p, c)])
         for k in self.dram_of[i]:
             est = max(est, self.arrived.get((-1 - k, c), 0))
         received: list[tuple[int, int]] = []
-        for src, release, bits, again in self.needs(i):
-            a = -1 if src < 0 or again else int(self.core[src])
+        for src, release, bits, again in needs:
+            a = -1 if src < 0 or again else core[src]
             cyc = inst.topology.cycles(bits, inst.route(a, c))
             space = self.space(i, (src, c), bits, again)
             through = again and space == 0 and self.bits((src, c), bits) > 0
@@ -420,27 +447,27 @@ class _Scheduler:
             if space:
                 self.hold((src, c), t, space)
                 received.append((src, c))
-            if src >= 0 and (src, c) not in self.sent and self.core[src] != c:
+            if src >= 0 and (src, c) not in self.sent and core[src] != c:
                 self.sent.add((src, c))  # the required send, from the core or from DRAM
-                home = (src, int(self.core[src]))
+                home = (src, core[src])
                 if not again and (src, c) in self.partial:  # the producer's copy waits for it
                     self.last_use[home] = max(self.last_use[home], t + cyc)
                     self.waits.setdefault(src, set()).add(c)
                 else:
                     self.use(home, 0 if again else t + cyc)
             est = max(est, t + cyc)
-        if self.bits((i, c), int(self.output[i])):
-            at = mem.earliest_fit(est, int(self.output[i]))
+        if self.bits((i, c), self.output[i]):
+            at = mem.earliest_fit(est, self.output[i])
             assert at is not None
             est = at
-            self.hold((i, c), est, int(self.output[i]))
-        self.start[i], self.end[i] = est, est + int(self.dur[i])
+            self.hold((i, c), est, self.output[i])
+        self.start[i], end[i] = est, est + self.dur[i]
         if (i, c) in self.open_rec and self.pending[(i, c)] == 0:  # an output nobody reads
-            self.let_go((i, c), int(self.end[i]))
-        self.free[c] = self.end[i]
+            self.let_go((i, c), end[i])
+        self.free[c] = end[i]
         self.recent[c].append(est)
         for key in self.inputs(i):
-            self.use(key, int(self.end[i]))
+            self.use(key, end[i])
         mem.forget_before(self.floor(c))
 
     def floor(self, c: int) -> int:
@@ -451,9 +478,8 @@ class _Scheduler:
 
     def inputs(self, i: int) -> set[tuple[int, int]]:
         """The lifetimes μop ``i`` reads on its core."""
-        g, c = self.g, int(self.core[i])
-        edges = self.in_edges[g.pred_ptr[i] : g.pred_ptr[i + 1]]
-        keys = {(int(g.src[e]), c) for e in edges.tolist() if g.bytes[e] > 0}
+        c = self.core_of[i]
+        keys = {(p, c) for p in self.data_preds[i]}
         return keys | {(-1 - k, c) for k in self.dram_of[i]}
 
     def use(self, key: tuple[int, int], until: int) -> None:
@@ -478,20 +504,20 @@ class _Scheduler:
         waiting = self.waits.get(key[0])
         if waiting is not None and key[1] in waiting:
             waiting.discard(key[1])
-            self.use((key[0], int(self.core[key[0]])), t)
+            self.use((key[0], self.core_of[key[0]]), t)
 
     def in_dram_from(self, s: int, t: int) -> None:
         """Producer ``s``'s output is in DRAM from ``t``: its copy waits for no partial copy
         any more."""
         self.in_dram[s] = t
         for _ in self.waits.pop(s, set()):
-            self.use((s, int(self.core[s])), t)
+            self.use((s, self.core_of[s]), t)
 
     def evict_for(self, i: int) -> bool:
         """Evict data from μop ``i``'s core (module docstring) until ``i`` fits; whether it
         does (for a streamed μop: whether :meth:`stage` can then bring its data one copy at a
         time)."""
-        c = int(self.core[i])
+        c = self.core_of[i]
         mem, need = self.mem[c], self.new_bits(i)
         inputs = self.inputs(i)
         keep = set() if self.streamed[i] else inputs | {(i, c)}
@@ -531,9 +557,9 @@ class _Scheduler:
         """A first copy of producer ``p``'s output for core ``c`` comes from DRAM: the
         producer's own copy is evicted, or the required send was replaced by a re-fetch that
         only passed into a streamed μop there."""
-        if self.core[p] == c:
+        if self.core_of[p] == c:
             return False
-        return (p, int(self.core[p])) in self.evicted or (p, c) in self.sent
+        return (p, self.core_of[p]) in self.evicted or (p, c) in self.sent
 
     def evict(self, key: tuple[int, int]) -> None:
         """Drop ``key`` from its core, writing an activation not yet in DRAM back first (once):
@@ -542,14 +568,14 @@ class _Scheduler:
         docstring). Its later consumers there fetch it again."""
         s, c = key
         since = self.arrived.pop(key, None)
-        t0 = max(self.last_use[key], since if since is not None else int(self.end[s]))
+        t0 = max(self.last_use[key], since if since is not None else self.end[s])
         if s >= 0 and s not in self.in_dram:
             assert self.back is not None
-            home = (s, int(self.core[s]))
+            home = (s, self.core_of[s])
             a = home[1] if key in self.partial else c
-            ready = int(self.end[s]) if a != c else t0
+            ready = self.end[s] if a != c else t0
             assert a == c or home in self.open_rec  # it waits for this partial copy
-            cyc = self.inst.topology.cycles(int(self.output[s]), self.inst.route(a, -1))
+            cyc = self.inst.topology.cycles(self.output[s], self.inst.route(a, -1))
             t = earliest(self.lines, self.none, self.back[a], ready, cyc)
             for x in self.back[a]:
                 self.lines[x].add(t, cyc)
