@@ -27,10 +27,11 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor
 
 import numpy as np
 
-from npusched.search.bo import SearchResult
+from npusched.search.bo import SearchResult, evaluate_batch
 from npusched.search.evaluate import Evaluation
 from npusched.search.space import DesignSpace, Shape4
 
@@ -94,13 +95,18 @@ def descend(
     budget: int,
     neighbours: int = 8,
     deadline: float | None = None,
+    q: int = 1,
+    executor: Executor | None = None,
 ) -> SearchResult:
     """Polish a search's best point (ours, after Klotski's BO: :func:`~npusched.search.
     orchestrate.orchestrate`): evaluate the ``neighbours`` nearest points of the incumbent not
-    yet evaluated (:meth:`~npusched.search.space.DesignSpace.nearest`), move to the first one
-    that scores better, and repeat, for at most ``budget`` more evaluations. A step that would
-    end past ``deadline``, judged by the last one's time, is not begun (``complete`` false).
-    ``result`` is extended in place and returned."""
+    yet evaluated (:meth:`~npusched.search.space.DesignSpace.nearest`), ``q`` at a time (through
+    ``executor``, as :func:`~npusched.search.bo.bayes_search` evaluates its batches), move to
+    the best of the first batch that scores better, and repeat, for at most ``budget`` more
+    evaluations. A batch that would end past ``deadline``, judged by the last one's time, is not
+    begun (``complete`` false). ``result`` is extended in place and returned."""
+    if q < 1:
+        raise ValueError(f"q must be at least 1, got {q}")
     if not result.feasible or budget < 1:
         return result
     done = {space.index(e.s): e for e in result.evaluations}
@@ -109,19 +115,24 @@ def descend(
         near = space.nearest(here, neighbours, skip=done)
         if not near:
             break
-        for k in near:
-            if spent >= budget:
+        for b in range(0, len(near), q):
+            batch = near[b : b + q][: budget - spent]
+            if not batch:
                 break
             if deadline is not None and time.perf_counter() + step > deadline:
                 result.complete = False
                 return result
             began = time.perf_counter()
-            done[k] = ev = evaluate(space.points[k])
-            result.evaluations.append(ev)
-            result.predicted.append(None)
-            spent += 1
+            shapes = [space.points[k] for k in batch]
+            evals = evaluate_batch(evaluate, shapes, executor)
+            for k, ev in zip(batch, evals, strict=True):
+                done[k] = ev
+                result.evaluations.append(ev)
+                result.predicted.append(None)
+            spent += len(batch)
             step = time.perf_counter() - began
-            if ev.feasible and ev.score > done[here].score:
-                here = k
+            better = [k for k in batch if done[k].feasible and done[k].score > done[here].score]
+            if better:
+                here = max(better, key=lambda k: done[k].score)
                 break
     return result

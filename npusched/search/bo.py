@@ -160,9 +160,7 @@ def bayes_search(
             else:
                 batch, preds = _next_points(x_all, seen, out.evaluations, size)  # type: ignore[assignment]
             shapes = [space.points[k] for k in batch]
-            results = (
-                list(executor.map(evaluate, shapes)) if executor else list(map(evaluate, shapes))
-            )
+            results = evaluate_batch(evaluate, shapes, executor)
             out.evaluations += results
             out.predicted += preds
             seen += batch
@@ -171,6 +169,14 @@ def bayes_search(
     finally:
         bar.close()
     return out
+
+
+def evaluate_batch(
+    evaluate: Callable[[Shape4], Evaluation], shapes: list[Shape4], executor: Executor | None
+) -> list[Evaluation]:
+    """``evaluate`` on each shape, in order: through ``executor`` (in parallel) or in this
+    process."""
+    return list(executor.map(evaluate, shapes)) if executor else list(map(evaluate, shapes))
 
 
 def _show(bar: tqdm, out: SearchResult, done: int) -> None:

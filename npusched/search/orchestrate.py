@@ -17,7 +17,8 @@ fast inner scheduler, then the exact stages on the best partition.
    so far, and on the routed machine first the atomic dataflow's plan (:data:`STAGES`) and last
    ``lns`` (large-neighbourhood search on the routed CP-SAT model, links, DRAM and memory
    included) on the best schedule's allocation; each under
-   ``final_time_limit`` and only where it applies. The shortest verified schedule wins; the
+   ``final_time_limit`` (with a run's time limit, also under an equal share of what is left:
+   :func:`stage_share`) and only where it applies. The shortest verified schedule wins; the
    bound is the larger of the instance's (critical path, load, DRAM traffic) and ``joint``'s
    proven one.
 
@@ -155,6 +156,18 @@ def _answer(inst: Instance, method: str, warm: Plan, limit: float, threads: int,
     return solve(run, method, time_limit=limit, threads=threads, seed=seed, warm_start=warm), {}
 
 
+def stage_share(deadline: float, stages_left: int, limit: float) -> float:
+    """A final stage's seconds under the run's ``deadline``: an equal share of what is left among
+    the ``stages_left`` stages still to run (this one included; what a stage leaves unused passes
+    on to the next ones), at most ``limit``; 0 below :data:`MIN_STAGE` (too little for a stage to
+    prepare and solve). Without the shares the two stages' ILPs, which rarely beat the list on
+    5 000 μops, took the whole rest of the limit and ``lns`` never ran."""
+    left = deadline - time.perf_counter()
+    if left < MIN_STAGE:
+        return 0.0
+    return min(limit, max(MIN_STAGE, left / stages_left))
+
+
 def final_stages(
     inst: Instance,
     start: Result,
@@ -167,10 +180,8 @@ def final_stages(
     assert isinstance(start.solution, Schedule | RoutedSchedule)
     results, stages = [start], {}
     methods = STAGES["routed" if isinstance(inst, RoutedInstance) else "compute-only"]
-    for method in methods:
-        left = limit if deadline is None else min(limit, deadline - time.perf_counter())
-        if deadline is not None and deadline - time.perf_counter() < MIN_STAGE:
-            left = 0.0  # too little of the run's limit left for a stage to prepare and solve
+    for k, method in enumerate(methods):
+        left = limit if deadline is None else stage_share(deadline, len(methods) - k, limit)
         warm = best_of(inst, results).solution
         assert isinstance(warm, Schedule | RoutedSchedule)
         res, stages[method] = _stage(inst, method, warm, left, threads, seed)
@@ -231,7 +242,15 @@ def orchestrate(
     bo_budget = max(1, budget - round(polish * budget))
     found = bayes_search(space, run, bo_budget, seed=seed, deadline=bo_end, progress=progress,
                          q=q, executor=executor, first=starts)  # fmt: skip
-    found = descend(space, run, found, budget - len(found.evaluations), deadline=search_end)
+    found = descend(
+        space,
+        run,
+        found,
+        budget - len(found.evaluations),
+        deadline=search_end,
+        q=q,
+        executor=executor,
+    )
     found.complete = found.complete or len(found.evaluations) >= min(budget, len(space))
     best = found.best
     # rebuilt: evaluations stay light

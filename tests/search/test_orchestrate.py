@@ -112,3 +112,18 @@ def test_dask_cluster_gives_the_local_results():
     assert all(p is not None for p in local.predicted[2:])  # q = 2 points per GP step
     with pytest.raises(ValueError, match="unknown executor"), open_executor("spark://x"):
         pass
+
+
+def test_final_stages_share_what_is_left():
+    """Each final stage gets an equal share of the time left among the stages still to run (so
+    ``lns``, the last, is not starved), at most the stage limit and nothing below the minimum."""
+    import time
+
+    from npusched.search.orchestrate import MIN_STAGE, stage_share
+
+    now = time.perf_counter()
+    assert stage_share(now + 40.0, 4, 60.0) == pytest.approx(10.0, abs=0.1)
+    assert stage_share(now + 40.0, 1, 60.0) == pytest.approx(40.0, abs=0.1)
+    assert stage_share(now + 40.0, 1, 15.0) == 15.0
+    assert stage_share(now + 4 * MIN_STAGE, 8, 60.0) == MIN_STAGE
+    assert stage_share(now + MIN_STAGE / 2, 1, 60.0) == 0.0

@@ -219,6 +219,27 @@ def test_descend_polishes_without_repeating(lenet_space):
     assert res.best.score > start  # the fake score is smooth: a neighbour is better
 
 
+@pytest.mark.parametrize("q", [2, 3])
+def test_descend_in_batches_through_an_executor(lenet_space, q):
+    """With ``q`` neighbours evaluated at a time through an executor, the descent still never
+    repeats a point, keeps to its budget, and moves to the best of a batch that improves."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from npusched.search.anneal import descend
+
+    _, _, space = lenet_space
+    run = _fake(space)
+    res = bayes_search(space, run, budget=3, n_init=3, seed=1, progress=False)
+    start = res.best.score
+    with ThreadPoolExecutor(2) as pool:
+        descend(space, run, res, budget=13, q=q, executor=pool)
+    shapes = [e.s for e in res.evaluations]
+    assert len(shapes) == len(set(shapes)) <= 3 + 13
+    assert res.best.score > start
+    with pytest.raises(ValueError, match="q must be at least 1"):
+        descend(space, run, res, budget=1, q=0)
+
+
 def test_annealing_spends_its_budget(lenet_space):
     """Once a walk's nearest points are all evaluated it moves on to unevaluated ones, so the
     budget is spent (it stopped at 18 of 50 on ResNet-152 before)."""
