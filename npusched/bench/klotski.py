@@ -1,7 +1,8 @@
 """Klotski's Tables I–III: baseline 1, baseline 2 and the orchestration on 3×3, 4×4 and 5×5 meshes.
 
     python -m npusched.bench.klotski [--networks vgg16,...] [--meshes 3x3,4x4,5x5] [--budget 50]
-        [--final-time-limit 60] [--threads 2] [--seed 0] [--machine routed|compute-only]
+        [--final-time-limit 60] [--threads 2] [--workers 1] [--seed 0]
+        [--machine routed|compute-only]
         [--cost analytic|zigzag] [--objective makespan|entropy] [--inner list|best]
         [--json rows.json] [--doc FILE.md]
 
@@ -14,7 +15,9 @@ verifies every schedule, and prints the paper's columns — cycles, ratio to bas
 HUR — with the paper's figures beside ours, our runtime over the paper's, Klotski over baseline 2
 and the gap of Klotski's schedule to the instance's lower bound. With ``--doc`` the tables
 replace the part of that Markdown file between ``<!-- tables -->`` and ``<!-- /tables -->`` (the
-prose around them stays).
+prose around them stays). With ``--workers N`` above 1, BO proposes ``N`` shapes per step (qUCB)
+and a process pool of ``N`` evaluates them, as the polish does its neighbours; the pool's start
+counts in Klotski's runtime, and the baselines run in the bench's own process.
 
 The paper's figures (:data:`PAPER`) are Tables I–III of Klotski (seed ``002_…``, §IV-C): cycles
 and overall runtime in seconds (Gurobi included; baseline 1 has none).
@@ -30,6 +33,7 @@ from typing import Any
 
 from npusched.arch import load_arch
 from npusched.bench.doc import publish
+from npusched.common.executor import open_executor
 from npusched.partition.api import machine_cost_model, resolve_network
 from npusched.search.orchestrate import orchestrate
 from npusched.verify import check
@@ -65,19 +69,23 @@ solver process hands back its answer and the schedule is re-timed and verified (
 
 
 def run_row(net_name: str, mesh: str, budget: int, final_limit: float, threads: int,
-            seed: int, share: float | None = 0.1, **options: Any) -> dict[str, Any]:  # fmt: skip
+            seed: int, share: float | None = 0.1, workers: int = 1,
+            **options: Any) -> dict[str, Any]:  # fmt: skip
     """One network on one mesh: Klotski's orchestration and both baselines, all verified. With
     ``share`` the whole orchestration runs under ``share`` × the paper's runtime for that row,
     less :data:`RESERVE` (the search stops early and the final stages get what is left:
-    ``complete`` says whether all of it ran); ``options`` go to
+    ``complete`` says whether all of it ran); ``workers`` evaluate BO's batches of as many
+    shapes (module docstring); ``options`` go to
     :func:`~npusched.search.orchestrate.orchestrate` (``machine``, ``cost``, ``objective``,
     ``inner``)."""
     net, arch = resolve_network(net_name), load_arch(f"klotski-{mesh}")
     paper = PAPER.get((net_name, mesh))
     limit = None if share is None or paper is None else share * paper[5] - RESERVE
     t0 = time.perf_counter()
-    orch = orchestrate(net, arch, budget, time_limit=limit, final_time_limit=final_limit,
-                       seed=seed, threads=threads, progress=False, **options)  # fmt: skip
+    with open_executor("local" if workers > 1 else "serial", workers) as executor:
+        orch = orchestrate(net, arch, budget, time_limit=limit, final_time_limit=final_limit,
+                           seed=seed, threads=threads, progress=False, q=workers,
+                           executor=executor, **options)  # fmt: skip
     if not check(orch.instance, orch.schedule).ok:
         raise AssertionError(f"{net_name} on {mesh}: Klotski's schedule is not verified")
     b1, b2 = orch.baselines["baseline1"], orch.baselines["baseline2"]
@@ -98,6 +106,7 @@ def run_row(net_name: str, mesh: str, budget: int, final_limit: float, threads: 
         "time_limit": limit,
         "complete": orch.complete,
         "evaluations": len(orch.search.evaluations),
+        "workers": workers,
         "stages": orch.stages,
         "baseline1": b1.cycles,
         "baseline1_s": list(b1.s),
@@ -218,6 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=int, default=50)
     p.add_argument("--final-time-limit", type=float, default=60.0)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes evaluating BO's batches (q = workers; default 1)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--share", type=float, default=0.1,
                    help="time limit per row as a share of the paper's runtime (default 0.1, the "
@@ -234,11 +249,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="also write the rows here")
     p.add_argument("--doc", type=Path, help="Markdown file whose tables block is replaced")
     args = p.parse_args(argv)
+    if args.workers < 1:
+        p.error(f"--workers must be at least 1, got {args.workers}")
     rows = []
     for mesh in args.meshes.split(","):
         for name in args.networks.split(","):
             rows.append(run_row(name, mesh, args.budget, args.final_time_limit, args.threads,
-                                args.seed, args.share or None, machine=args.machine,
+                                args.seed, args.share or None, args.workers, machine=args.machine,
                                 cost=args.cost, objective=args.objective,
                                 inner=args.inner))  # fmt: skip
             r = rows[-1]
