@@ -6,7 +6,7 @@ fast inner scheduler, then the exact stages on the best partition.
    :func:`~npusched.search.evaluate.evaluate` with the ``inner`` method (``list``: the list
    scheduler with NoC delays; ``twostage`` or ``joint`` on small cases), with all but the
    last ``polish`` share of the budget (and of the search's time); that share polishes BO's
-   best by a descent over its nearest unevaluated shapes
+   best by a descent over its unevaluated coordinate steps, then its nearest shapes
    (:func:`~npusched.search.anneal.descend`; ours, not the paper's: with a few seconds per
    evaluation and a tenth of the paper's runtime, BO gets 12–22 evaluations on VGG and lost to
    baseline 2's annealing by a neighbouring shape, 0.004 % on VGG16 4×4);

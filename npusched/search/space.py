@@ -175,6 +175,28 @@ class DesignSpace:
                     break
         return out
 
+    def steps(self, here: int, skip: Container[int] = ()) -> list[int]:
+        """The coordinate steps from point ``here``: for each of ``h, w, ic, oc``, the points
+        of the space with the other three equal and the next smaller or larger value on that
+        axis, the points of ``skip`` left out, nearest first (L1 distance in :meth:`unit`
+        coordinates). Unlike :meth:`nearest`, which crowds into the axes with the most values
+        (``h`` and ``w``: 7, 8, 14, 16, 28, 32, …), every axis gets its step."""
+        s = self.points[here]
+        below: list[tuple[int, int] | None] = [None] * 4
+        above: list[tuple[int, int] | None] = [None] * 4
+        for j, p in enumerate(self.points):
+            diff = [a for a in range(4) if p[a] != s[a]]
+            if len(diff) != 1:
+                continue
+            a = diff[0]
+            side = below if p[a] < s[a] else above
+            best = side[a]
+            if best is None or abs(p[a] - s[a]) < abs(best[0] - s[a]):
+                side[a] = (p[a], j)
+        found = [v[1] for v in (*below, *above) if v is not None and v[1] not in skip]
+        x = self.unit()
+        return sorted(found, key=lambda j: (float(np.abs(x[j] - x[here]).sum()), j))
+
     def index(self, s: Shape4) -> int:
         """Position of shape ``s``; an ``s`` outside the space is a ValueError."""
         try:

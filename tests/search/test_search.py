@@ -204,6 +204,27 @@ def test_nearest_prefers_what_is_left(lenet_space):
     assert not set(rest) & set(near) and min(d[rest]) >= max(d[near])
 
 
+def test_steps_move_one_coordinate_to_its_next_value(lenet_space):
+    """Each coordinate step changes one of h, w, ic, oc to the next value present on that line
+    of the space (no point of the space lies between), at most one per axis and direction."""
+    _, _, space = lenet_space
+    pts = space.points
+    for here in range(0, len(space), max(1, len(space) // 9)):
+        s = pts[here]
+        steps = space.steps(here)
+        seen = set()
+        for j in steps:
+            diff = [a for a in range(4) if pts[j][a] != s[a]]
+            assert len(diff) == 1
+            a, up = diff[0], pts[j][diff[0]] > s[diff[0]]
+            assert (a, up) not in seen
+            seen.add((a, up))
+            line = [p[a] for p in pts if all(p[b] == s[b] for b in range(4) if b != a)]
+            lo, hi = sorted((s[a], pts[j][a]))
+            assert not [v for v in line if lo < v < hi]
+        assert not set(space.steps(here, skip=set(steps)))
+
+
 def test_descend_polishes_without_repeating(lenet_space):
     """From a few evaluations far from the optimum the descent climbs: it never evaluates a
     point twice, spends at most its budget, and ends no worse than where it began."""
