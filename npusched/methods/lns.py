@@ -4,8 +4,12 @@ a scheduling instance on a mesh or hypercube (the joint model, Klotski eq. 15 wi
 memories: :class:`~npusched.formulations.scheduling.routed.RoutedModel`) — for instances whose
 model is too large to solve whole.
 
-From the best list schedule (or a given warm start), each round frees a neighbourhood and
-re-solves it with CP-SAT for at most ``step`` seconds from the current schedule:
+From the best list schedule (or a given warm start) — on a scheduling instance with a time limit
+first annealed over its core assignment by ``reassign`` for a share ``reassign`` of the limit
+(:mod:`npusched.heuristics.scheduling.reassign`: the CP-SAT rounds below keep most μops on their
+cores, and on graphs with heavy transfers the cores are what the lists choose badly) — each
+round frees a neighbourhood and re-solves it with CP-SAT for at most ``step`` seconds from the
+current schedule:
 
 - **time**: ``window`` μops consecutive by start (a random block);
 - **pair** (scheduling instances): the μops of two random cores in a random window of time,
@@ -43,7 +47,8 @@ from tqdm import tqdm
 from npusched.formulations.scheduling.joint import JointModel
 from npusched.formulations.scheduling.routed import RoutedModel
 from npusched.heuristics.scheduling.list_scheduling import Priority
-from npusched.methods.registry import METHODS, Context, Method, bounded, register
+from npusched.methods.reassign import best_list_schedule
+from npusched.methods.registry import Context, Method, bounded, register
 from npusched.methods.routed import routed_warm_start
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
@@ -51,23 +56,31 @@ from npusched.problem.scheduling.schedule import Schedule
 from npusched.solvers.result import Result, Status, TracePoint
 
 KINDS = ("time", "pair")
+REASSIGN = 0.5
+"""Default share of ``lns``'s time limit spent by ``reassign`` on the warm start's assignment
+(:mod:`npusched.heuristics.scheduling.reassign`) before the CP-SAT rounds."""
 
 
 @dataclass(frozen=True)
 class LnsParams:
     """``lns``: μops freed per neighbourhood at first (``window``, adapted as it goes), seconds
     per neighbourhood (``step``), the neighbourhoods taken in turn (``kinds``, comma separated:
-    ``time``, ``pair``), ``priority`` of the warm start, and ``progress`` (a line on stderr)."""
+    ``time``, ``pair``), ``priority`` of the warm start, the share of the time limit that
+    ``reassign`` spends on the warm start's core assignment first (``reassign``; scheduling
+    instances with a time limit only), and ``progress`` (a line on stderr)."""
 
     window: int = 30
     step: float = 2.0
     kinds: str = "time,pair"
     priority: Priority = "blevel"
+    reassign: float = REASSIGN
     progress: bool = False
 
     def __post_init__(self) -> None:
         if self.window < 1 or not 0 < self.step < float("inf"):
             raise ValueError("window must be at least 1 and step a positive number of seconds")
+        if not 0 <= self.reassign < 1:  # NaN fails too
+            raise ValueError(f"reassign must be a share in [0, 1), got {self.reassign}")
         bad = set(self.kinds.split(",")) - set(KINDS)
         if bad or not self.kinds:
             raise ValueError(f"neighbourhood kinds are {', '.join(KINDS)}; got {self.kinds!r}")
@@ -201,9 +214,13 @@ def _warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
     elif isinstance(problem, RoutedInstance):
         warm = routed_warm_start(problem, params.priority)
     else:
-        lists = [m for m in ("list", "dls") if m in METHODS]
-        cands = [solve(problem, m, time_limit=None).solution for m in lists]
-        warm = min((c for c in cands if isinstance(c, Schedule)), key=lambda c: c.makespan(problem))
+        warm = best_list_schedule(problem)
+    left = ctx.remaining()
+    if isinstance(problem, SchedulingInstance) and params.reassign > 0 and left is not None:
+        res = solve(problem, "reassign", time_limit=params.reassign * left, seed=ctx.seed,
+                    warm_start=warm)  # fmt: skip
+        if isinstance(res.solution, Schedule) and check(problem, res.solution).ok:
+            warm = res.solution
     return dataclasses.replace(ctx, warm_start=warm)
 
 

@@ -180,6 +180,22 @@ def test_lns_rounds_end_before_the_limit_with_room_for_their_overhead():
     assert _step(2.0, 2.0, 1.0) == pytest.approx(2.0 - SPARE - 1.0)
     assert _step(2.0, SPARE + 1.05, 1.0) == 0.0  # under 0.1 s: no round
     inst, _ = known_optimum(300, 50, 16, seed=3)  # 20 177 edges: before, the limit stopped it
-    res = solve(inst, "lns", time_limit=10, threads=2, seed=0)
+    res = solve(inst, "lns", time_limit=10, threads=2, seed=0, reassign=0.0)
     assert res.method == "lns" and "fallback" not in res.stats
     assert res.stats["neighbourhoods"] >= 1 and check(inst, res.solution).ok
+
+
+def test_lns_starts_from_reassign_s_schedule_within_its_share():
+    """With a share of the limit for ``reassign``, the CP-SAT rounds start from its schedule
+    (the trace's first point), no longer than the best list schedule; the share is checked."""
+    from npusched.bench.generate import known_optimum
+    from npusched.methods.reassign import best_list_schedule
+
+    inst, _ = known_optimum(50, 50, 9, seed=2)
+    lists = best_list_schedule(inst).makespan(inst)
+    res = solve(inst, "lns", time_limit=6, threads=1, seed=0, reassign=0.5)
+    assert check(inst, res.solution).ok
+    assert res.objective <= res.trace[0].incumbent < lists  # reassign improves this graph
+    assert res.runtime_s <= 1.1 * 6 + 2  # the documented allowance (docs/robustness.md)
+    with pytest.raises(ValueError, match="reassign"):
+        solve(inst, "lns", reassign=1.0)
