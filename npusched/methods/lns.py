@@ -48,7 +48,7 @@ from npusched.formulations.scheduling.joint import JointModel
 from npusched.formulations.scheduling.routed import RoutedModel
 from npusched.heuristics.scheduling.list_scheduling import Priority
 from npusched.methods.reassign import best_list_schedule
-from npusched.methods.registry import Context, Method, bounded, register
+from npusched.methods.registry import Context, Method, applicable, bounded, register
 from npusched.methods.routed import routed_warm_start
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
@@ -66,8 +66,9 @@ class LnsParams:
     """``lns``: μops freed per neighbourhood at first (``window``, adapted as it goes), seconds
     per neighbourhood (``step``), the neighbourhoods taken in turn (``kinds``, comma separated:
     ``time``, ``pair``), ``priority`` of the warm start, the share of the time limit that
-    ``reassign`` spends on the warm start's core assignment first (``reassign``; scheduling
-    instances with a time limit only), and ``progress`` (a line on stderr)."""
+    ``reassign`` spends on the warm start's core assignment first (``reassign``; with a time
+    limit, on the scheduling instances ``reassign`` applies to: two or more cores), and
+    ``progress`` (a line on stderr)."""
 
     window: int = 30
     step: float = 2.0
@@ -216,7 +217,7 @@ def _warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
     else:
         warm = best_list_schedule(problem)
     left = ctx.remaining()
-    if isinstance(problem, SchedulingInstance) and params.reassign > 0 and left is not None:
+    if params.reassign > 0 and left is not None and "reassign" in applicable(problem):
         res = solve(problem, "reassign", time_limit=params.reassign * left, seed=ctx.seed,
                     warm_start=warm)  # fmt: skip
         if isinstance(res.solution, Schedule) and check(problem, res.solution).ok:

@@ -56,11 +56,9 @@ def _run(instance: Any, backend: str, params: ReassignParams, ctx: Context) -> R
     left = None if ctx.deadline is None else max(0.0, ctx.deadline - time.perf_counter())
     if left is None and params.max_moves is None:
         raise ValueError("reassign needs a time limit or max_moves")
-    sched, moves = reassign_schedule(instance, ctx.warm_start.core, time_limit=left,
-                                     max_moves=params.max_moves, seed=ctx.seed)  # fmt: skip
     warm = ctx.warm_start
-    if warm.makespan(instance) < sched.makespan(instance):  # cannot happen: kept as the start
-        sched = warm
+    sched, moves = reassign_schedule(instance, warm, time_limit=left, max_moves=params.max_moves,
+                                     seed=ctx.seed)  # fmt: skip
     result = heuristic_result("reassign", instance, sched)
     result.stats.update(moves=moves, warm_makespan=warm.makespan(instance))
     return result

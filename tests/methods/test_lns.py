@@ -199,3 +199,16 @@ def test_lns_starts_from_reassign_s_schedule_within_its_share():
     assert res.runtime_s <= 1.1 * 6 + 2  # the documented allowance (docs/robustness.md)
     with pytest.raises(ValueError, match="reassign"):
         solve(inst, "lns", reassign=1.0)
+
+
+def test_lns_on_one_core_with_delays_skips_reassign():
+    """On a 1×1 mesh with delays lns applies but reassign does not: lns runs without it."""
+    from conftest import make_instance
+
+    from npusched import Accelerator
+
+    base = make_instance([3, 2, 4], [(0, 1), (1, 2)], 1)
+    inst = replace(base, accelerator=Accelerator.mesh_grid(1, 1, hop_latency=1,
+                                                           link_bandwidth=4.0))  # fmt: skip
+    res = solve(inst, "lns", time_limit=3, threads=1)
+    assert check(inst, res.solution).ok and res.objective == 9

@@ -77,17 +77,14 @@ class Decoder:
         self.hops: list[list[int]] = (
             np.asarray(acc.hops()).tolist() if on else [[0] * self.m for _ in range(self.m)]
         )
-        # successors of each μop with each edge's delay terms
+        # successors of each μop with each edge's delay terms: a transfer of h > 0 hops takes
+        # h · per_hop + fixed (Accelerator.delay_terms, the linear form comm_delay evaluates)
         by_src = np.argsort(g.src, kind="stable")
         dst, ph, fx = g.dst[by_src].tolist(), per_hop[by_src].tolist(), fixed[by_src].tolist()
         ptr = g.succ_ptr.tolist()
         self.succ = [list(zip(dst[a:b], ph[a:b], fx[a:b], strict=True))
                      for a, b in zip(ptr[:-1], ptr[1:], strict=True)]  # fmt: skip
-        self.preds: list[list[int]] = [[] for _ in range(self.n)]
-        for i, out in enumerate(self.succ):
-            for j, _, _ in out:
-                self.preds[j].append(i)
-        self.indeg = [len(p) for p in self.preds]
+        self.indeg: list[int] = np.diff(g.pred_ptr).tolist()
 
     def decode(self, core: list[int]) -> tuple[list[int], list[int], list[int]]:
         """Start, end and the last-arriving producer (``-1``: none, or the core was later than
@@ -149,14 +146,16 @@ def _cost(end: list[int]) -> float:
 
 def reassign_schedule(
     instance: SchedulingInstance,
-    core: np.ndarray,
+    start: Schedule,
     *,
     time_limit: float | None = 10.0,
     max_moves: int | None = None,
     seed: int = 0,
     bound: int | None = None,
 ) -> tuple[Schedule, int]:
-    """The annealing of the module docstring from the assignment ``core``; the best schedule and
+    """The annealing of the module docstring from the assignment of the schedule ``start``; the
+    best schedule, never longer than ``start`` (which is returned when nothing decoded is
+    shorter: the decoder may order ``start``'s own assignment worse than ``start`` does), and
     the number of moves made. It stops at ``bound`` (default: the instance's lower bound),
     after ``time_limit`` seconds or after ``max_moves`` (``None``: no limit; at least one of
     the two must be given).
@@ -164,22 +163,25 @@ def reassign_schedule(
     Raises
     ------
     ValueError
-        ``core`` has the wrong shape or an index outside the cores, or neither limit is given.
+        ``start``'s cores have the wrong shape or an index outside the cores, or neither limit
+        is given.
     """
     n, m = instance.n, instance.m
-    cur = np.asarray(core, dtype=np.int64)
+    cur = np.asarray(start.core, dtype=np.int64)
     if cur.shape != (n,) or (cur < 0).any() or (cur >= m).any():
-        raise ValueError(f"core must give one core index in 0..{m - 1} per μop ({n})")
+        raise ValueError(f"the start must give one core index in 0..{m - 1} per μop ({n})")
     if time_limit is None and max_moves is None:
         raise ValueError("give a time limit or a number of moves")
+    lb = instance.lower_bound() if bound is None else bound
+    if start.makespan(instance) <= lb:
+        return start, 0
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     dec = Decoder(instance)
-    lb = instance.lower_bound() if bound is None else bound
     assign = cur.tolist()
-    start, end, last = dec.decode(assign)
+    begin, end, last = dec.decode(assign)
     cost = _cost(end)
-    best = (max(end), cost, assign[:], start)
+    best = (max(end), cost, assign[:], begin)
     moves = 0
     while best[0] > lb and m > 1 and (max_moves is None or moves < max_moves):
         elapsed = time.perf_counter() - t0
@@ -192,9 +194,11 @@ def reassign_schedule(
         s2, e2, l2 = dec.decode(trial)
         c2 = _cost(e2)
         if c2 <= cost or rng.random() < math.exp(-(c2 - cost) / (temp * cost)):
-            assign, start, end, last, cost = trial, s2, e2, l2, c2
+            assign, begin, end, last, cost = trial, s2, e2, l2, c2
             if (max(end), cost) < best[:2]:
-                best = (max(end), cost, assign[:], start)
+                best = (max(end), cost, assign[:], begin)
+    if start.makespan(instance) <= best[0]:
+        return start, moves
     return Schedule(np.array(best[3], dtype=np.int64), np.array(best[2], dtype=np.int64)), moves
 
 

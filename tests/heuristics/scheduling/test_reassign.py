@@ -41,20 +41,20 @@ def test_the_hidden_assignment_decodes_to_the_optimum(procs):
 @given(delay_instances())
 def test_annealing_is_verified_and_never_longer_than_its_start(inst):
     start = solve(inst, "list", time_limit=None).solution
-    sched, moves = reassign_schedule(inst, start.core, time_limit=None, max_moves=200, seed=3)
+    sched, moves = reassign_schedule(inst, start, time_limit=None, max_moves=200, seed=3)
     assert verify(inst, sched).ok
     assert sched.makespan(inst) <= start.makespan(inst)
     assert moves <= 200
-    again, _ = reassign_schedule(inst, start.core, time_limit=None, max_moves=200, seed=3)
+    again, _ = reassign_schedule(inst, start, time_limit=None, max_moves=200, seed=3)
     assert np.array_equal(again.start, sched.start) and np.array_equal(again.core, sched.core)
 
 
 def test_it_improves_and_stops_at_the_bound():
     inst, hidden = known_optimum(50, 50, 9, seed=2)
     warm = solve(inst, "dls", time_limit=None).solution
-    sched, _ = reassign_schedule(inst, warm.core, time_limit=None, max_moves=3000, seed=0)
+    sched, _ = reassign_schedule(inst, warm, time_limit=None, max_moves=3000, seed=0)
     assert verify(inst, sched).ok and sched.makespan(inst) < warm.makespan(inst)
-    at_bound, moves = reassign_schedule(inst, hidden.core, time_limit=None, max_moves=50)
+    at_bound, moves = reassign_schedule(inst, hidden, time_limit=None, max_moves=50)
     assert moves == 0 and at_bound.makespan(inst) == inst.reference.optimum
 
 
@@ -66,8 +66,8 @@ def test_the_method_and_its_errors():
     res = solve(inst, "reassign", time_limit=5.0, warm_start=Schedule(hidden.start, hidden.core))
     assert res.status.value == "optimal" and res.stats["moves"] == 0
     with pytest.raises(ValueError, match="one core index"):
-        reassign_schedule(inst, np.zeros(3, dtype=np.int64), max_moves=1)
+        reassign_schedule(inst, Schedule(np.zeros(3), np.zeros(3)), max_moves=1)
     with pytest.raises(ValueError, match="time limit or a number of moves"):
-        reassign_schedule(inst, hidden.core, time_limit=None)
+        reassign_schedule(inst, solve(inst, "list").solution, time_limit=None)
     with pytest.raises(ValueError, match="max_moves"):
         solve(inst, "reassign", max_moves=-1)
