@@ -61,6 +61,10 @@ REL = {
 ``C``)."""
 
 
+Use = tuple[int, float, float, float]
+"""One operand's part of one use of the registers (:meth:`Roofline._use`)."""
+
+
 @dataclass(frozen=True)
 class Breakdown:
     """One tile's latency and where it comes from (cycles)."""
@@ -115,9 +119,10 @@ class Roofline:
             read = math.ceil(size["I"] * self.elem / rd) if rd < math.inf else 0
             write = math.ceil(size["O"] * self.elem / wr) if wr < math.inf else 0
             return Breakdown(max(steps, read, write), steps, read, write, 0, "-")
+        operands = self._operands(shape, core, t)
         best: Breakdown | None = None
         for order in itertools.permutations(GROUPS):  # outermost first
-            cand = self._order(shape, core, t, order, size, steps, rd, wr)
+            cand = self._order(operands, t, order, size, steps, rd, wr)
             if best is None or cand.latency < best.latency:
                 best = cand
         assert best is not None
@@ -141,12 +146,13 @@ class Roofline:
                 t[d] = -(-loops.get(d, 1) // f)
         return {g: math.prod(t[d] for d in dims) for g, dims in GROUPS.items()}
 
-    def _order(self, shape: TileShape, core: CoreSpec, t: dict[str, int], order: tuple[str, ...],
-               size: dict[str, int], steps: int, rd: float, wr: float) -> Breakdown:  # fmt: skip
-        """The best breakdown of one loop order (outermost first) over the ways each register
-        file is used: whole (its data reloaded between uses, which stalls the array) or in
-        two halves (the next block loads while the array uses the other)."""
-        options = []
+    def _operands(self, shape: TileShape, core: CoreSpec,
+                  t: dict[str, int]) -> list[tuple[Any, ...]]:  # fmt: skip
+        """What no loop order changes, per operand: ``(name, groups it depends on, bytes per
+        element, its register port's bandwidth, the register files behind that port, the
+        files holding distinct data, the ways its register file can be used)``; a way is the
+        room (elements) and whether reloads stall."""
+        out = []
         for x in ("W", "I", "O"):
             rel = REL[x] if shape.kind != "dwconv" or x != "I" else (REL[x] - {"C"}) | {"K"}
             nbytes = self.psum if x == "O" else self.elem
@@ -156,39 +162,51 @@ class Roofline:
             ways = (
                 [(room, False)] if total <= room or room < 2 else [(room, True), (room // 2, False)]
             )
-            options.append([(x, rel, nbytes, reg, *self._reuse(order, t, rel, r, x == "I"), stall)
-                            for r, stall in ways])  # fmt: skip
-        best: Breakdown | None = None
-        for combo in itertools.product(*options):
-            cand = self._cost(shape, core, combo, size, steps, rd, wr, ">".join(order))
-            if best is None or cand.latency < best.latency:
+            bw = reg.bandwidth_bytes_per_cycle if reg is not None else 0
+            port_files = self._files(core, reg.shared_over, rel) if bw and reg else 1
+            out.append((x, rel, nbytes, bw, port_files, self._files(core, (), rel), ways))
+        return out
+
+    def _order(self, operands: list[tuple[Any, ...]], t: dict[str, int], order: tuple[str, ...],
+               size: dict[str, int], steps: int, rd: float, wr: float) -> Breakdown:  # fmt: skip
+        """The best breakdown of one loop order (outermost first) over the ways each register
+        file is used (:meth:`_operands`): whole (its data reloaded between uses, which stalls
+        the array) or in two halves (the next block loads while the array uses the other)."""
+        options = [[self._use(size[x], nbytes, bw, port_files, files, rd, stall,
+                              *self._reuse(order, t, rel, room, x == "I")) for room, stall in ways]
+                   for x, rel, nbytes, bw, port_files, files, ways in operands]  # fmt: skip
+        best: tuple[int, int, int, int] | None = None
+        for w, i, o in itertools.product(*options):
+            cand = self._cost(w, i, o, size["O"], steps, rd, wr)
+            if best is None or cand[0] < best[0]:
                 best = cand
         assert best is not None
-        return best
+        latency, read, write, busy = best
+        return Breakdown(latency, steps, read, write, busy - steps, ">".join(order))
 
-    def _cost(self, shape: TileShape, core: CoreSpec, combo: tuple[tuple[Any, ...], ...],
-              size: dict[str, int], steps: int, rd: float, wr: float,
-              order: str) -> Breakdown:  # fmt: skip
-        """The breakdown of one use of the registers: ``(operand, rel, bytes, register,
-        refetch, first fill, stalls)`` per operand."""
-        v: dict[str, int] = {}
-        port = fill = stall = 0.0
-        for x, rel, nbytes, reg, refetch, first, stalls in combo:
-            v[x] = size[x] * refetch
-            if reg is not None and reg.bandwidth_bytes_per_cycle:  # a register file's own port
-                files = self._files(core, reg.shared_over, rel)
-                port = max(port, v[x] * nbytes / files / reg.bandwidth_bytes_per_cycle)
-                fill = max(fill, first * nbytes / reg.bandwidth_bytes_per_cycle)
-            if stalls and rd < math.inf:  # reloads of a whole register wait for the SRAM
-                stall += (v[x] - first * self._files(core, (), rel)) * nbytes / rd
-        psum_traffic = v["O"] - size["O"]
-        read_bytes = self.elem * (v["W"] + v["I"]) + self.psum * psum_traffic
-        write_bytes = self.psum * psum_traffic + self.elem * size["O"]
+    @staticmethod
+    def _use(elements: int, nbytes: int, bw: float, port_files: int, files: int, rd: float,
+             stalls: bool, refetch: int, first: int) -> Use:  # fmt: skip
+        """One operand's part of one use of the registers: its SRAM traffic ``V_X`` (elements),
+        its register port's cycles, its first fill's cycles and its reload stalls (cycles)."""
+        v = elements * refetch
+        port = v * nbytes / port_files / bw if bw else 0.0  # a register file's own port
+        fill = first * nbytes / bw if bw else 0.0
+        stall = (v - first * files) * nbytes / rd if stalls and rd < math.inf else 0.0
+        return v, port, fill, stall
+
+    def _cost(self, w: Use, i: Use, o: Use, outputs: int, steps: int, rd: float,
+              wr: float) -> tuple[int, int, int, int]:  # fmt: skip
+        """Latency, SRAM read and write cycles and busy cycles of one use of the registers, from
+        each operand's part (:meth:`_use`; reloads of a whole register wait for the SRAM)."""
+        psum_traffic = o[0] - outputs
+        read_bytes = self.elem * (w[0] + i[0]) + self.psum * psum_traffic
+        write_bytes = self.psum * psum_traffic + self.elem * outputs
         read = math.ceil(read_bytes / rd) if rd < math.inf else 0
         write = math.ceil(write_bytes / wr) if wr < math.inf else 0
-        busy = steps + math.ceil(fill) + math.ceil(max(0.0, stall))
-        latency = max(busy, read, write, math.ceil(port))
-        return Breakdown(latency, steps, read, write, busy - steps, order)
+        stall = w[3] + i[3] + o[3]
+        busy = steps + math.ceil(max(w[2], i[2], o[2])) + math.ceil(max(0.0, stall))
+        return max(busy, read, write, math.ceil(max(w[1], i[1], o[1]))), read, write, busy
 
     @staticmethod
     def _files(core: CoreSpec, shared: tuple[str, ...], rel: set[str]) -> int:
