@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
             net, arch, args.budget, args.objective, args.inner, limit,
             args.final_time_limit, args.seed, args.threads, args.q, executor,
             first=tuple(args.s or ()), max_uops=cap, machine=args.machine,
-            cost=cost_model_of(args, arch),
+            cost=cost_model_of(args, arch), bounds=args.bounds,
         )  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     write_instance(orch.instance, out / "instance.json")
@@ -126,6 +126,8 @@ def report(orch: Any, args: argparse.Namespace) -> dict[str, Any]:
         "baselines": {k: dataclasses.asdict(v) for k, v in orch.baselines.items()},
         "runtime_s": round(orch.runtime_s, 3),
         "complete": orch.complete,
+        "bounds": orch.search.bounds is not None,
+        "exhausted": orch.search.exhausted,
         "design_space": {
             "feasible": len(space),
             "infeasible_memory": space.infeasible,
@@ -170,6 +172,9 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--budget", type=positive_int, default=50, help="evaluations (default 50)")
     o.add_argument("--objective", choices=["entropy", "makespan"], default="entropy",
                    help="entropy: Klotski eq. 3 (alpha = mean μop latency); makespan")  # fmt: skip
+    o.add_argument("--bounds", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --objective makespan and the analytic or compute cost model, give "
+                   "BO and the polish each shape's load bound (default: on)")  # fmt: skip
     o.add_argument("--inner", choices=["list", "atomic", "best", "twostage", "joint"],
                    default="list", help="scheduler inside the loop: list (default), atomic "
                    "(baseline 2's plan), best (the shorter of the two), or an exact one (small "

@@ -31,7 +31,7 @@ from concurrent.futures import Executor
 
 import numpy as np
 
-from npusched.search.bo import SearchResult, evaluate_batch
+from npusched.search.bo import SearchResult, cut, evaluate_batch
 from npusched.search.evaluate import Evaluation
 from npusched.search.space import DesignSpace, Shape4
 
@@ -97,6 +97,7 @@ def descend(
     deadline: float | None = None,
     q: int = 1,
     executor: Executor | None = None,
+    bounds: np.ndarray | None = None,
 ) -> SearchResult:
     """Polish a search's best point (ours, after Klotski's BO: :func:`~npusched.search.
     orchestrate.orchestrate`): evaluate the ``neighbours`` points of the incumbent's
@@ -104,7 +105,9 @@ def descend(
     ``executor``, as :func:`~npusched.search.bo.bayes_search` evaluates its batches), move to
     the best of the first batch that scores better, and repeat, for at most ``budget`` more
     evaluations. A batch that would end past ``deadline``, judged by the last one's time, is not
-    begun (``complete`` false). ``result`` is extended in place and returned."""
+    begun (``complete`` false). With ``bounds`` (each point's lower bound on the makespan, as
+    :func:`~npusched.search.bo.bayes_search` takes them), a point whose bound is no shorter
+    than the best makespan found is skipped. ``result`` is extended in place and returned."""
     if q < 1:
         raise ValueError(f"q must be at least 1, got {q}")
     if not result.feasible or budget < 1:
@@ -112,7 +115,8 @@ def descend(
     done = {space.index(e.s): e for e in result.evaluations}
     here, spent, step = space.index(result.best.s), 0, 0.0
     while spent < budget:
-        near = neighbourhood(space, here, neighbours, done)
+        hopeless = np.flatnonzero(cut(result, bounds)).tolist()
+        near = neighbourhood(space, here, neighbours, {*done, *hopeless})
         if not near:
             break
         for b in range(0, len(near), q):
@@ -141,11 +145,15 @@ def descend(
 def neighbourhood(space: DesignSpace, here: int, k: int, done: Collection[int]) -> list[int]:
     """The polish's next ``k`` points around point ``here``, none of ``done``: its coordinate
     steps (:meth:`~npusched.search.space.DesignSpace.steps`, one value up or down on one axis),
-    then its nearest points (:meth:`~npusched.search.space.DesignSpace.nearest`). The nearest
-    alone crowd into ``h`` and ``w``, whose axes hold the most values: on VGG19 3×3 the polish
-    never tried doubling ``oc``, the step that baseline 2's annealing took to a shorter
-    schedule."""
+    its transpose (:meth:`~npusched.search.space.DesignSpace.transpose`), then its nearest
+    points (:meth:`~npusched.search.space.DesignSpace.nearest`). The nearest alone crowd into
+    ``h`` and ``w``, whose axes hold the most values: on VGG19 3×3 the polish never tried
+    doubling ``oc``, the step that baseline 2's annealing took to a shorter schedule; on VGG19
+    5×5 baseline 2 ended at the transpose of Klotski's best, 0.06 % shorter."""
     out = space.steps(here, skip=done)[:k]
+    turned = space.transpose(here)
+    if len(out) < k and turned is not None and turned not in done and turned not in out:
+        out.append(turned)
     if len(out) < k:
         out += space.nearest(here, k - len(out), skip={*done, *out} if out else done)
     return out

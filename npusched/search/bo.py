@@ -8,9 +8,20 @@ determination Matérn-5/2 kernel (line 7; BoTorch's default is an RBF kernel), f
 the logarithm of the score (:func:`npusched.search.objective.gp_target`). The acquisition is
 evaluated on the whole enumerated feasible set, so no evaluation is spent on a shape known to be
 infeasible and no continuous optimum has to be rounded. A shape whose scheduler found no verified
-schedule is marked visited and left out of the GP's data. A seed makes the whole run repeatable:
-the Sobol sequence is scrambled with it, ``torch.manual_seed`` and numpy's generator are set from
-it, and the GP fit starts from BoTorch's deterministic initial hyperparameters.
+schedule is marked visited and left out of the GP's data.
+
+**Bounds** (ours, not the paper's). With the makespan objective a search may be given a lower
+bound on each shape's makespan that costs no schedule (the load term of
+:meth:`~npusched.search.space.DesignSpace.load_bounds`). The GP then models how far above its
+bound a shape's makespan is, ``−ln(makespan / bound)``, and the acquisition adds the bound back:
+UCB becomes ``−ln bound + μ + √β σ``, so an unevaluated shape is ranked by its own bound where the
+GP knows nothing (a GP on the makespan alone ranks it by its neighbours). A shape whose bound is
+no shorter than the best makespan found is never proposed: no schedule of it can be shorter. When
+every unevaluated shape is cut so, the search ends early with ``exhausted`` true.
+
+A seed makes the whole run repeatable: the Sobol sequence is scrambled with it,
+``torch.manual_seed`` and numpy's generator are set from it, and the GP fit starts from
+BoTorch's deterministic initial hyperparameters.
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from botorch.acquisition import UpperConfidenceBound, qUpperConfidenceBound
+from botorch.acquisition.objective import GenericMCObjective
 from botorch.exceptions.errors import ModelFittingError
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.fit import fit_gpytorch_mll
@@ -43,8 +55,14 @@ UCB_BETA = 2.0
 """UCB's exploration weight β in ``μ + √β σ`` (the paper does not give one)."""
 
 
+SHAPE_DIMS = 4
+"""Inputs the GP's kernel reads: the shape's four normalised coordinates. A fifth column, when
+present, carries each shape's bound to the acquisition and is not read by the kernel."""
+
+
 def gp_model(x: torch.Tensor, y: torch.Tensor) -> SingleTaskGP:
-    """The fitted GP of Algorithm 1, line 7: ARD Matérn-5/2, float64, standardised outcomes.
+    """The fitted GP of Algorithm 1, line 7: ARD Matérn-5/2 on the shape's coordinates
+    (:data:`SHAPE_DIMS`), float64, standardised outcomes.
 
     ``fit_gpytorch_mll`` retries a fit whose optimizer stops abnormally (with fresh seeded
     hyperparameters); if every attempt fails the GP keeps its last hyperparameters instead of
@@ -58,7 +76,8 @@ def gp_model(x: torch.Tensor, y: torch.Tensor) -> SingleTaskGP:
 
 
 def _fit(x: torch.Tensor, y: torch.Tensor) -> SingleTaskGP:
-    kernel = ScaleKernel(MaternKernel(nu=2.5, ard_num_dims=x.shape[-1]))
+    dims = SHAPE_DIMS if x.shape[-1] > SHAPE_DIMS else x.shape[-1]
+    kernel = ScaleKernel(MaternKernel(nu=2.5, ard_num_dims=dims, active_dims=tuple(range(dims))))
     gp = SingleTaskGP(x, y, covar_module=kernel, outcome_transform=Standardize(m=1))
     with warnings.catch_warnings():  # tiny negative variances are rounded up, as they should be
         warnings.simplefilter("ignore", NumericalWarning)
@@ -84,12 +103,16 @@ def sobol_starts(space: DesignSpace, n: int, seed: int) -> list[int]:
 
 @dataclass
 class SearchResult:
-    """All evaluations in order, the best one, and the GP's prediction at each chosen point."""
+    """All evaluations in order, the best one, and the GP's prediction at each chosen point;
+    ``exhausted`` when a search given bounds found every unevaluated shape's bound no shorter
+    than its best makespan (module docstring); ``bounds`` those it was given."""
 
     space: DesignSpace
     evaluations: list[Evaluation] = field(default_factory=list)
     predicted: list[tuple[float, float] | None] = field(default_factory=list)
     complete: bool = True
+    exhausted: bool = False
+    bounds: np.ndarray | None = None
 
     @property
     def feasible(self) -> list[Evaluation]:
@@ -116,6 +139,7 @@ def bayes_search(
     q: int = 1,
     executor: Executor | None = None,
     first: Sequence[int] = (),
+    bounds: np.ndarray | None = None,
 ) -> SearchResult:
     """Algorithm 1 over ``space`` with at most ``budget`` evaluations (the paper's default 50),
     stopping early at ``deadline`` (``time.perf_counter()``; then ``complete`` is false) once a
@@ -127,16 +151,16 @@ def bayes_search(
     argmax over the unvisited feasible points for ``q = 1``, qUCB chosen sequentially greedy over
     them by :func:`botorch.optim.optimize_acqf_discrete` for ``q > 1``. Each batch is evaluated
     through ``executor`` (any ``concurrent.futures`` executor: a process pool, Dask's) or in this
-    process."""
+    process. ``bounds`` (one per point, makespan objective) as in the module docstring."""
     if budget < 1:
         raise ValueError(f"the budget must be at least 1, got {budget}")
     if q < 1:
         raise ValueError(f"q must be at least 1, got {q}")
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    x_all = torch.tensor(space.unit(), dtype=torch.float64)
+    x_all = torch.tensor(with_bounds(space, bounds), dtype=torch.float64)
     budget = min(budget, len(space))
-    out = SearchResult(space)
+    out = SearchResult(space, bounds=bounds)
     seen: list[int] = []
     starts = list(dict.fromkeys(first))[:budget]
     starts += [k for k in sobol_starts(space, min(n_init, budget), seed) if k not in starts]
@@ -153,12 +177,15 @@ def bayes_search(
             if starts:
                 batch, starts = starts[:size], starts[size:]
                 preds = [None] * len(batch)
+            elif not (free := open_points(space, seen, out, bounds)).size:
+                out.exhausted = True
+                break
             elif len(out.feasible) < 2:  # too little to fit a GP: a seeded random draw
-                free = np.setdiff1d(np.arange(len(space)), seen)
-                batch = [int(k) for k in rng.choice(free, size=size, replace=False)]
+                pick = rng.choice(free, size=min(size, free.size), replace=False)
+                batch = [int(k) for k in pick]
                 preds = [None] * len(batch)
             else:
-                batch, preds = _next_points(x_all, seen, out.evaluations, size)  # type: ignore[assignment]
+                batch, preds = _next_points(x_all, seen, out.evaluations, free, size)  # type: ignore[assignment]
             shapes = [space.points[k] for k in batch]
             results = evaluate_batch(evaluate, shapes, executor)
             out.evaluations += results
@@ -169,6 +196,37 @@ def bayes_search(
     finally:
         bar.close()
     return out
+
+
+def with_bounds(space: DesignSpace, bounds: np.ndarray | None) -> np.ndarray:
+    """The GP's inputs: :meth:`~npusched.search.space.DesignSpace.unit`, and a fifth column of
+    ``min bound / bound`` in ``(0, 1]`` (all ones without bounds), whose logarithm the
+    acquisition adds back (:func:`_next_points`)."""
+    unit = space.unit()
+    if bounds is None:
+        return np.hstack([unit, np.ones((len(unit), 1))])
+    b = np.maximum(np.asarray(bounds, dtype=np.float64), 1.0)
+    if b.shape != (len(space),):
+        raise ValueError(f"{b.size} bounds for a space of {len(space)} points")
+    return np.hstack([unit, (b.min() / b)[:, None]])
+
+
+def cut(result: SearchResult, bounds: np.ndarray | None) -> np.ndarray:
+    """Which points cannot beat the best makespan of ``result``: their bound is no shorter
+    (none without ``bounds`` or a makespan)."""
+    spans = [e.makespan for e in result.feasible if e.makespan is not None]
+    if bounds is None or not spans:
+        return np.zeros(len(result.space), dtype=bool)
+    return np.asarray(bounds) >= min(spans)
+
+
+def open_points(
+    space: DesignSpace, seen: Sequence[int], out: SearchResult, bounds: np.ndarray | None
+) -> np.ndarray:
+    """The unevaluated points that may still beat the best makespan found (:func:`cut`)."""
+    free = ~cut(out, bounds)
+    free[list(seen)] = False
+    return np.flatnonzero(free)
 
 
 def evaluate_batch(
@@ -189,27 +247,34 @@ def _show(bar: tqdm, out: SearchResult, done: int) -> None:
     bar.update(done)
 
 
+def _plus_bound(samples: torch.Tensor, X: torch.Tensor | None) -> torch.Tensor:  # noqa: N803
+    """qUCB's objective: a sample of the GP (the makespan over the bound) plus the bound."""
+    assert X is not None  # BoTorch passes the candidates by this name
+    return samples[..., 0] + X[..., SHAPE_DIMS].log()
+
+
 def _next_points(
-    x_all: torch.Tensor, seen: list[int], evaluations: list[Evaluation], q: int
+    x_all: torch.Tensor, seen: list[int], evaluations: list[Evaluation], free: np.ndarray, q: int
 ) -> tuple[list[int], list[tuple[float, float]]]:
-    """Line 8: the ``q`` unvisited points of largest (q)UCB, with the GP's mean and sd there
-    (in the GP's units: the logarithm of the score)."""
+    """Line 8: the ``q`` points of ``free`` of largest (q)UCB, with the GP's mean and sd there
+    (in the GP's units: the logarithm of the score, less that of the bound column of
+    :func:`with_bounds`, which the acquisition adds back)."""
     fit = [k for k, e in zip(seen, evaluations, strict=True) if e.target is not None]
+    offset = x_all[:, SHAPE_DIMS].log()
     y = torch.tensor([[e.target] for e in evaluations if e.target is not None], dtype=torch.float64)
-    gp = gp_model(x_all[fit], y)
-    free = torch.ones(len(x_all), dtype=torch.bool)
-    free[seen] = False
-    cand = x_all[free]
+    gp = gp_model(x_all[fit], y - offset[fit, None])
+    cand = x_all[torch.as_tensor(free)]
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore", NumericalWarning)
         if q == 1:
-            picks = [int(torch.argmax(UpperConfidenceBound(gp, beta=UCB_BETA)(cand.unsqueeze(1))))]
+            ucb = UpperConfidenceBound(gp, beta=UCB_BETA)(cand.unsqueeze(1))
+            picks = [int(torch.argmax(ucb + cand[:, SHAPE_DIMS].log()))]
         else:
-            acq = qUpperConfidenceBound(gp, beta=UCB_BETA)
+            bound = GenericMCObjective(_plus_bound)
+            acq = qUpperConfidenceBound(gp, beta=UCB_BETA, objective=bound)
             chosen, _ = optimize_acqf_discrete(acq, q=q, choices=cand, unique=True)
             lookup = {tuple(row.tolist()): j for j, row in enumerate(cand)}
             picks = [lookup[tuple(row.tolist())] for row in chosen]
         post = gp.posterior(cand[picks])
         mean, sd = post.mean.flatten().tolist(), post.variance.sqrt().flatten().tolist()
-    index = torch.nonzero(free).flatten()
-    return [int(index[j]) for j in picks], list(zip(mean, sd, strict=True))
+    return [int(free[j]) for j in picks], list(zip(mean, sd, strict=True))

@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npusched.arch.model import Arch
-from npusched.costmodel import CostModel, cost_model
+from npusched.costmodel import CostModel
 from npusched.methods import solve
 from npusched.methods.registry import applicable
-from npusched.partition.api import partition_network
+from npusched.partition.api import machine_cost_model, partition_network
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
 from npusched.problem.scheduling.schedule import Schedule
 from npusched.search.anneal import descend
@@ -105,6 +105,9 @@ STAGES = {
 """The final stages by machine, in order (each warm-started from the best schedule so far). On the
 routed machine the atomic dataflow's plan on the best partition is one more warm start (a
 heuristic of the papers is a warm start here as much as a baseline), and ``lns`` ends."""
+
+CHEAP_MODELS = ("analytic", "compute")
+"""Cost models fast enough to cost every tile of a design space for its load bounds."""
 
 HAND_BACK = 1.0
 """Seconds of a final stage's limit kept for handing its answer back from the stage's process."""
@@ -215,6 +218,7 @@ def orchestrate(
     cost: str | CostModel = "analytic",
     final_share: float = 0.3,
     polish: float = 0.2,
+    bounds: bool = True,
 ) -> Orchestration:
     """Steps 1–2 of the module docstring. ``time_limit`` bounds the whole run; ``first`` are
     shapes to evaluate before the Sobol points (a ValueError if one is outside the space);
@@ -222,7 +226,10 @@ def orchestrate(
     model serves every evaluation of a process, so shapes are costed once). With a
     ``time_limit`` the search ends by ``1 - final_share`` of it, so the final stages get at
     least the rest; ``polish`` is the share of the budget and of the search's time that
-    polishes BO's best (step 1)."""
+    polishes BO's best (step 1). With ``bounds``, the makespan objective and a cost model
+    computed here (not ``zigzag``, whose calls cost seconds each), the search and the polish
+    are given the space's load bounds (:meth:`~npusched.search.space.DesignSpace.load_bounds`,
+    :mod:`npusched.search.bo`); computing them counts in the runtime."""
     if not 0 <= final_share < 1:
         raise ValueError(f"final_share must be in [0, 1), got {final_share}")
     if not 0 <= polish < 1:
@@ -232,7 +239,10 @@ def orchestrate(
     t0 = time.perf_counter()
     space = DesignSpace.build(net, arch, max_uops)
     starts = [space.locate(net, arch, s) for s in first]
-    model = cost_model(cost, arch) if isinstance(cost, str) else cost
+    model = machine_cost_model(machine, cost, arch)
+    lbs = None
+    if bounds and objective == "makespan" and model.name in CHEAP_MODELS:
+        lbs = space.load_bounds(net, arch, model)
     run = functools.partial(evaluate, net, arch, objective=objective, method=inner,
                             time_limit=final_time_limit, threads=threads, seed=seed,
                             machine=machine, cost=model)  # fmt: skip
@@ -241,7 +251,7 @@ def orchestrate(
     bo_end = None if time_limit is None else t0 + (1 - final_share) * (1 - polish) * time_limit
     bo_budget = max(1, budget - round(polish * budget))
     found = bayes_search(space, run, bo_budget, seed=seed, deadline=bo_end, progress=progress,
-                         q=q, executor=executor, first=starts)  # fmt: skip
+                         q=q, executor=executor, first=starts, bounds=lbs)  # fmt: skip
     found = descend(
         space,
         run,
@@ -250,8 +260,12 @@ def orchestrate(
         deadline=search_end,
         q=q,
         executor=executor,
+        bounds=lbs,
     )
-    found.complete = found.complete or len(found.evaluations) >= min(budget, len(space))
+    found.bounds = lbs
+    found.complete = (
+        found.complete or found.exhausted or len(found.evaluations) >= min(budget, len(space))
+    )
     best = found.best
     # rebuilt: evaluations stay light
     inst = partition_network(net, arch, "klotski", s=best.s, machine=machine, cost=model)

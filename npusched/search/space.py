@@ -197,6 +197,18 @@ class DesignSpace:
         x = self.unit()
         return sorted(found, key=lambda j: (float(np.abs(x[j] - x[here]).sum()), j))
 
+    def transpose(self, here: int) -> int | None:
+        """The point with ``h`` and ``w`` of point ``here`` swapped, if it is another point of
+        the space: on a square feature map it cuts the same tiles turned by 90°, so it has
+        the same load but sends its halos the other way round the mesh."""
+        h, w, ic, oc = self.points[here]
+        if h == w:
+            return None
+        try:
+            return self.points.index((w, h, ic, oc))
+        except ValueError:
+            return None
+
     def index(self, s: Shape4) -> int:
         """Position of shape ``s``; an ``s`` outside the space is a ValueError."""
         try:

@@ -275,3 +275,70 @@ def test_annealing_spends_its_budget(lenet_space):
 
     res = anneal(space, bowl, budget=40, seed=0)
     assert len({e.s for e in res.evaluations}) == 40
+
+
+def _fake_makespan(space: DesignSpace, floor: np.ndarray):
+    """A makespan of each point: its bound ``floor`` times a smooth factor ≥ 1, least at one
+    known point."""
+    unit = space.unit()
+    target = unit[len(space) // 3]
+
+    def run(s):
+        k = space.index(s)
+        span = int(floor[k] * (1 + float(((unit[k] - target) ** 2).sum())))
+        return Evaluation(s, "makespan", 1.0, span, 1, 0.0)
+
+    return run
+
+
+@pytest.mark.parametrize("q", [1, 2])
+def test_bounds_never_propose_a_point_that_cannot_win(lenet_space, q):
+    """Given each point's lower bound on the makespan, the search proposes no point whose
+    bound is no shorter than the best makespan known when it was proposed, and never
+    evaluates a point twice."""
+    _, _, space = lenet_space
+    floor = np.random.default_rng(0).integers(100, 1000, len(space))
+    n_init = 4
+    res = bayes_search(space, _fake_makespan(space, floor), budget=24, n_init=n_init, seed=0,
+                       progress=False, q=q, bounds=floor)  # fmt: skip
+    spans = [e.makespan for e in res.evaluations]
+    assert len({e.s for e in res.evaluations}) == len(spans) > n_init
+    for i in range(n_init, len(spans)):
+        known = min(spans[: n_init + (i - n_init) // q * q])
+        assert floor[space.index(res.evaluations[i].s)] < known
+    assert res.bounds is floor
+
+
+def test_bounds_end_a_search_with_nothing_left_to_win(lenet_space):
+    """When every unevaluated point's bound is no shorter than the best makespan, the search
+    stops early, ``exhausted``; bounds of the wrong length are refused."""
+    _, _, space = lenet_space
+    floor = np.full(len(space), 500)
+    res = bayes_search(space, _fake_makespan(space, floor), budget=20, n_init=3, seed=0,
+                       progress=False, bounds=floor)  # fmt: skip
+    spans = [e.makespan for e in res.evaluations]
+    assert res.exhausted and len(spans) < 20 and spans[-1] == 500 == min(spans)  # the bound met
+    assert spans.index(500) == len(spans) - 1  # and the search ended at once
+    free = bayes_search(space, _fake_makespan(space, floor), budget=6, n_init=3, seed=0,
+                        progress=False)  # fmt: skip
+    assert not free.exhausted and len(free.evaluations) == 6
+    with pytest.raises(ValueError, match="bounds for a space of"):
+        bayes_search(space, _fake_makespan(space, floor), budget=5, progress=False,
+                     bounds=floor[:-1])  # fmt: skip
+
+
+def test_polish_tries_the_transpose(lenet_space):
+    """The transpose swaps h and w and nothing else; the polish's neighbourhood holds it after
+    the coordinate steps."""
+    from npusched.search.anneal import neighbourhood
+
+    _, _, space = lenet_space
+    turned = [(k, space.transpose(k)) for k in range(len(space))]
+    turned = [(k, t) for k, t in turned if t is not None]
+    assert turned
+    for k, t in turned:
+        (h, w, ic, oc), other = space.points[k], space.points[t]
+        assert other == (w, h, ic, oc) and space.transpose(t) == k
+        assert t in neighbourhood(space, k, len(space.steps(k)) + 1, done=())
+    square = [k for k, p in enumerate(space.points) if p[0] == p[1]]
+    assert all(space.transpose(k) is None for k in square)
