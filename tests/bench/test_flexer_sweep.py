@@ -1,0 +1,88 @@
+"""The Flexer sweep over NPUs × global buffer × DRAM bandwidth (issue 25, item 2)."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib.image as mpimg
+import numpy as np
+import pytest
+
+from npusched.arch import load_arch
+from npusched.bench.flexer_sweep import BASE_ARCH, main, positive_list, regime, sweep_settings
+from npusched.plot.flexer_sweep import sweep_grid, sweep_heatmaps
+from npusched.problem.flexer.settings import Settings
+
+
+def test_sweep_settings_replace_the_three_axes_only():
+    base = Settings.from_arch(load_arch(BASE_ARCH), cost="analytic", max_ops=8)
+    s = sweep_settings(base, 2, 128, 4.5)
+    assert (s.n_npus, s.capacity, s.bandwidth) == (2, 128 * 1024, 4.5)
+    assert s.unroll == base.unroll and s.cost == base.cost and s.arch is base.arch
+
+
+def test_a_small_sweep_writes_rows_a_heat_map_and_the_regime(tmp_path, capsys):
+    """Two buffers × two bandwidths on 2 NPUs: one verified row per cell with positive ratios,
+    a PNG per network and cost model, and the regime line that names its cells."""
+    out, png = tmp_path / "rows.json", tmp_path / "sweep.png"
+    argv = ["--networks", "squeezenet", "--costs", "analytic", "--npus", "2",
+            "--buffers", "128,512", "--dram", "4,64", "--max-ops", "8", "--workers", "1",
+            "--json", str(out), "--plot", str(png)]  # fmt: skip
+    assert main(argv) == 0
+    rows = json.loads(out.read_text())
+    assert [(r["buffer_kib"], r["dram"]) for r in rows] == [(128, 4), (128, 64), (512, 4),
+                                                           (512, 64)]  # fmt: skip
+    for r in rows:
+        assert r["compared"] > 0 and r["verified"] > 0
+        assert r["speedup"] > 0 and r["transfer_reduction"] > 0
+    drawn = tmp_path / "sweep-squeezenet-analytic.png"
+    assert mpimg.imread(drawn).shape[0] > 100
+    text = capsys.readouterr().out
+    assert "squeezenet, analytic: speed-up ≥ 1.2 in" in text and "of 4 cells" in text
+
+
+def test_regime_names_the_cells_at_the_threshold():
+    rows = [{"network": "n", "cost": "c", "npus": 2, "buffer_kib": b, "dram": d, "speedup": s,
+             "transfer_reduction": 1.0} for b, d, s in ((128, 4, 1.3), (256, 4, 1.1))]  # fmt: skip
+    line = regime(rows, 1.2)
+    assert "1 of 2 cells (2 NPUs, 128 KiB, 4 B/cycle)" in line and "best 1.300×" in line
+    assert "0 of 2 cells (none)" in regime(rows, 1.5)
+
+
+def _row(n: int, b: int, d: int) -> dict:
+    speed = None if (n, b, d) == (4, 128, 32) else 1 + b / 1000 - d / 100  # no ratio there
+    return {"network": "n", "cost": "c", "npus": n, "buffer_kib": b, "dram": d,
+            "speedup": speed, "transfer_reduction": None if speed is None else 1.0}  # fmt: skip
+
+
+def test_grid_and_heat_map_of_rows(tmp_path):
+    """Missing cells and cells without a ratio are NaN in the grid and blank in the map; the
+    regime leaves the latter out."""
+    cells = [(n, b, d) for n in (2, 4) for b in (128, 256) for d in (8, 32)]
+    rows = [_row(*c) for c in cells if c != (4, 256, 32)]
+    buffers, drams, grid = sweep_grid(rows, 4, "speedup")
+    assert buffers == [128, 256] and drams == [8, 32]
+    assert np.isnan(grid[1, 1]) and np.isnan(grid[0, 1])
+    assert grid[0, 0] == pytest.approx(1 + 0.128 - 0.08)
+    assert "in 0 of 6 cells" in regime(rows, 1.2)
+    assert sweep_heatmaps(rows, tmp_path / "h.png") == tmp_path / "h.png"
+    with pytest.raises(ValueError, match="no sweep rows"):
+        sweep_heatmaps([], None)
+
+
+@pytest.mark.parametrize(
+    ("args", "word"),
+    [(["--dram", "4,0"], "--dram"), (["--buffers", "-1"], "--buffers"),
+     (["--npus", "2.5"], "--npus"), (["--npus", "x"], "--npus"),
+     (["--costs", "gpu"], "--costs"), (["--networks", "nosuchnet"], "nosuchnet")],
+)  # fmt: skip
+def test_bad_sweep_values_are_one_line_errors(args, word, capsys):
+    assert main([*args, "--plot", ""]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error:") and word in err
+
+
+def test_positive_list():
+    assert positive_list("1,2.5", "--x") == [1.0, 2.5]
+    with pytest.raises(ValueError, match="--x: every value must be > 0"):
+        positive_list("", "--x")
