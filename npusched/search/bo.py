@@ -185,6 +185,7 @@ def bayes_search(
                 batch = [int(k) for k in pick]
                 preds = [None] * len(batch)
             else:
+                size = min(size, free.size)  # the bounds may leave fewer than q
                 batch, preds = _next_points(x_all, seen, out.evaluations, free, size)  # type: ignore[assignment]
             shapes = [space.points[k] for k in batch]
             results = evaluate_batch(evaluate, shapes, executor)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import numpy as np
 import pytest
 import torch
+from botorch.exceptions.warnings import OptimizationWarning
 from gpytorch.kernels import MaternKernel, ScaleKernel
 
 from npusched.arch import load_arch
@@ -342,3 +344,23 @@ def test_polish_tries_the_transpose(lenet_space):
         assert t in neighbourhood(space, k, len(space.steps(k)) + 1, done=())
     square = [k for k, p in enumerate(space.points) if p[0] == p[1]]
     assert all(space.transpose(k) is None for k in square)
+
+
+def test_bounds_leaving_fewer_points_than_a_batch(lenet_space):
+    """When the bounds leave fewer open points than ``q``, the batch shrinks to them; then the
+    search ends exhausted."""
+    _, _, space = lenet_space
+    starts = sobol_starts(space, 3, 0)
+    special = [k for k in range(len(space)) if k not in starts][:2]
+    floor = np.full(len(space), 1000)
+    floor[special] = 10
+
+    def run(s):  # every makespan meets its bound
+        return Evaluation(s, "makespan", 1.0, int(floor[space.index(s)]), 1, 0.0)
+
+    with warnings.catch_warnings():  # BoTorch warns when asked for more than it can give
+        warnings.simplefilter("error", OptimizationWarning)
+        res = bayes_search(space, run, budget=20, n_init=3, seed=0, progress=False, q=3,
+                           bounds=floor)  # fmt: skip
+    assert [space.index(e.s) for e in res.evaluations[3:]] in (special, special[::-1])
+    assert res.exhausted and res.best.makespan == 10
