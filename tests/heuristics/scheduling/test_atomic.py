@@ -26,7 +26,9 @@ def _lenet(mesh: str = "3x3", s=(7, 7, 24, 28)) -> SchedulingInstance:
 def _plan_faults(inst: SchedulingInstance, sched: Schedule) -> list[str]:
     """What breaks the dispatch rule, checked from the schedule alone.
 
-    On each core the μops run in order of (start, end, index). μop ``i`` becomes ready at
+    On each core the μops run in order of (start, end, latest data arrival first, index): of
+    zero-latency μops that start and end together, the one given first is the one that waited
+    for its data, so its data arrived last. μop ``i`` becomes ready at
     ``r_i`` (its last producer's end) and is given to its core at ``d_i = max(r_i, end of the
     core's previous μop)``, which is reserved from ``d_i`` to ``i``'s end. Then (a) ``i``
     starts at ``max(d_i, arrival of its data on its core)``, and (b) no core is unreserved at a
@@ -46,7 +48,7 @@ def _plan_faults(inst: SchedulingInstance, sched: Schedule) -> list[str]:
     for k in range(inst.m):
         on = np.flatnonzero(sched.core == k)
         prev = 0
-        for i in on[np.lexsort((on, end[on], sched.start[on]))].tolist():
+        for i in on[np.lexsort((on, -arrive[on], end[on], sched.start[on]))].tolist():
             given_at[i] = max(int(ready[i]), prev)
             if sched.start[i] != max(given_at[i], arrive[i]):
                 bad.append(f"μop {i} starts at {sched.start[i]}, could at {given_at[i]}")
@@ -68,6 +70,16 @@ def test_lenet_on_a_klotski_mesh():
         assert rep.ok, rep.violations
         assert rep.makespan >= inst.lower_bound()
         assert not _plan_faults(inst, sched)
+
+
+def test_zero_latency_uops_that_start_together():
+    """Found by hypothesis: two zero-latency μops ready together on one core; the one given
+    first waits for its data, the other starts when it ends. The plan check orders them so."""
+    inst = layered_dag(7, 4, (1, 3), hop_latency=0, link_bandwidth=4.0, latency=(0, 3),
+                       nbytes=(8, 64), seed=1)  # fmt: skip
+    sched = atomic_schedule(inst)
+    assert check(inst, sched).ok
+    assert not _plan_faults(inst, sched)
 
 
 @settings(max_examples=60, deadline=None)
