@@ -32,7 +32,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
-import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -43,6 +43,7 @@ from tabulate import tabulate
 from npusched.arch import load_arch
 from npusched.bench.doc import publish
 from npusched.common.errors import InputError
+from npusched.common.jsonio import write_json
 from npusched.methods.flexer import search_network, verify_choices
 from npusched.plot.flexer_sweep import sweep_heatmaps
 from npusched.problem.flexer.settings import Settings
@@ -118,8 +119,8 @@ def positive_list(text: str, option: str) -> list[float]:
         values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise ValueError(f"{option}: {text!r} is not a list of numbers") from None
-    if not values or min(values) <= 0:
-        raise ValueError(f"{option}: every value must be > 0, got {text!r}")
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise ValueError(f"{option}: every value must be a finite number > 0, got {text!r}")
     return values
 
 
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                                    kinds))  # fmt: skip
             print(tabulate([rows[-1]], headers="keys"), flush=True)
             if args.json:
-                args.json.write_text(json.dumps(rows, indent=1))
+                write_json(args.json, rows)  # whole or not at all
         if args.plot:
             path = sweep_heatmaps([r for r in rows if (r["network"], r["cost"]) == (net, cost)],
                                   _plot_path(args.plot, net, cost))  # fmt: skip

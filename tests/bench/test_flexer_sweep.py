@@ -74,6 +74,7 @@ def test_grid_and_heat_map_of_rows(tmp_path):
     ("args", "word"),
     [(["--dram", "4,0"], "--dram"), (["--buffers", "-1"], "--buffers"),
      (["--npus", "2.5"], "--npus"), (["--npus", "x"], "--npus"),
+     (["--buffers", "inf"], "--buffers"), (["--dram", "nan"], "--dram"),
      (["--costs", "gpu"], "--costs"), (["--networks", "nosuchnet"], "nosuchnet")],
 )  # fmt: skip
 def test_bad_sweep_values_are_one_line_errors(args, word, capsys):
@@ -84,5 +85,5 @@ def test_bad_sweep_values_are_one_line_errors(args, word, capsys):
 
 def test_positive_list():
     assert positive_list("1,2.5", "--x") == [1.0, 2.5]
-    with pytest.raises(ValueError, match="--x: every value must be > 0"):
+    with pytest.raises(ValueError, match="--x: every value must be a finite number > 0"):
         positive_list("", "--x")
