@@ -93,7 +93,7 @@ def run_row(net_name: str, mesh: str, budget: int, final_limit: float, threads: 
                                arch)  # fmt: skip
     bounds = orch.search.bounds
     if bounds is None:
-        bounds = orch.search.space.load_bounds(net, arch, model)
+        bounds = orch.search.space.lower_bounds(net, arch, model)
     space_bound = int(bounds.min())
     same = orch.baselines["baseline2_same_partition"]
     return {
@@ -176,7 +176,7 @@ def goals(rows: list[dict[str, Any]]) -> str:
     """Klotski against baseline 2 (on its own partition, and on Klotski's: the ablation), the gap
     to the instance's bound, the headroom (the most any shape and schedule of the design space
     could gain over baseline 2: ``1 - space bound / baseline 2``, with the space bound of
-    :meth:`~npusched.search.space.DesignSpace.load_bounds`) and the runtime share, per row and
+    :meth:`~npusched.search.space.DesignSpace.lower_bounds`) and the runtime share, per row and
     summed up."""
     lines = ["## Klotski against baseline 2, the bound and the runtime", "",
              "| workload | mesh | Klotski / baseline 2 | Klotski / baseline 2 on Klotski's "
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--inner", choices=["list", "atomic", "best"], default="list")
     p.add_argument("--bounds", action=argparse.BooleanOptionalAction, default=True,
-                   help="give BO and the polish each shape's load bound (the makespan "
+                   help="give BO and the polish each shape's lower bound (the makespan "
                    "objective, a cost model other than zigzag; default: on)")  # fmt: skip
     p.add_argument("--json", type=Path, help="also write the rows here")
     p.add_argument("--doc", type=Path, help="Markdown file whose tables block is replaced")

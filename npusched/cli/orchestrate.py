@@ -174,7 +174,7 @@ def add_parser(sub: Any) -> None:
                    help="entropy: Klotski eq. 3 (alpha = mean μop latency); makespan")  # fmt: skip
     o.add_argument("--bounds", action=argparse.BooleanOptionalAction, default=True,
                    help="with --objective makespan and the analytic or compute cost model, give "
-                   "BO and the polish each shape's load bound (default: on)")  # fmt: skip
+                   "BO and the polish each shape's lower bound (default: on)")  # fmt: skip
     o.add_argument("--inner", choices=["list", "atomic", "best", "twostage", "joint"],
                    default="list", help="scheduler inside the loop: list (default), atomic "
                    "(baseline 2's plan), best (the shorter of the two), or an exact one (small "

@@ -14,13 +14,15 @@ instance; :mod:`npusched.partition.api`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from npusched.partition.grid import IntArray, Tiling, dependencies
-from npusched.workload.layers import INPUT
+from npusched.workload.layers import INPUT, Layer
 from npusched.workload.network import Network
 
 
@@ -115,37 +117,115 @@ def psum_chains(t: Tiling, psum_bytes: int) -> tuple[IntArray, IntArray, IntArra
     return src, dst, np.repeat(vol.reshape(-1), nc - 1) * psum_bytes
 
 
+EDGE_CACHE = 4_000_000
+"""Edges an :class:`EdgeCache` keeps by default (24 bytes each: 96 MB; ResNet-50's design space on
+klotski-5x5 repeats 3 million)."""
+
+
+class EdgeCache:
+    """:func:`~npusched.partition.grid.dependencies` remembered by the two tilings, for callers
+    that repeat them (the points of a design space cut most layers alike), up to ``limit``
+    edges in all; past it, new pairs are computed and not kept."""
+
+    def __init__(self, limit: int = EDGE_CACHE) -> None:
+        self.limit = limit
+        self.edges = 0
+        self._memo: dict[Any, tuple[IntArray, IntArray, IntArray]] = {}
+
+    def get(
+        self, key: Any, compute: Callable[[], tuple[IntArray, IntArray, IntArray]]
+    ) -> tuple[IntArray, IntArray, IntArray]:
+        """The edges stored under ``key``, or ``compute()``'s, kept while there is room."""
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = compute()
+            if self.edges + hit[0].size <= self.limit:
+                self._memo[key] = hit
+                self.edges += hit[0].size
+        return hit
+
+
+def layer_edges(
+    net: Network,
+    layer: Layer,
+    tilings: Mapping[str, Tiling],
+    elem_bytes: int = 1,
+    cache: EdgeCache | None = None,
+) -> Iterator[tuple[str, IntArray, IntArray, IntArray]]:
+    """For each producer layer that ``layer`` reads (the network input left out): its name and
+    the ``(src, dst, bytes)`` of :func:`~npusched.partition.grid.dependencies`, in each layer's
+    :meth:`Tiling.index` numbering; a ``concat`` reads each input at its channel offset.
+    ``cache`` remembers them by the two tilings."""
+    channel = 0
+    t = tilings[layer.name]
+    for p in layer.inputs:
+        shape = net.shapes[p]
+        if p != INPUT:
+            compute = functools.partial(dependencies, tilings[p], layer, t, shape, channel,
+                                        elem_bytes)  # fmt: skip
+            if cache is None:
+                yield p, *compute()
+            else:
+                key = (layer.name, p, channel, elem_bytes, _key(tilings[p]), _key(t))
+                yield p, *cache.get(key, compute)
+        if layer.op == "concat":
+            channel += shape[0]
+
+
+def _key(t: Tiling) -> tuple[bytes, ...]:
+    return tuple(b.tobytes() for b in t.bounds)
+
+
 def uop_edges(
     layout: Layout, elem_bytes: int = 1, psum_bytes: int = 4
 ) -> tuple[IntArray, IntArray, IntArray]:
     """``(src, dst, bytes)`` of every edge (module docstring), in μop numbering."""
-    net = layout.net
     srcs: list[IntArray] = []
     dsts: list[IntArray] = []
     byts: list[IntArray] = []
-    for layer in net.layers:
+    for layer in layout.net.layers:
         t, here = layout.tilings[layer.name], layout.uops(layer.name)
         if t.counts[3] > 1:
             s, d, b = psum_chains(t, psum_bytes)
             srcs.append(here[s])
             dsts.append(here[d])
             byts.append(b)
-        channel = 0
-        for p in layer.inputs:
-            shape = net.shapes[p]
-            if p != INPUT:
-                s, d, b = dependencies(layout.tilings[p], layer, t, shape, channel, elem_bytes)
-                srcs.append(layout.uops(p)[s])
-                dsts.append(here[d])
-                byts.append(b)
-            if layer.op == "concat":
-                channel += shape[0]
+        for p, s, d, b in layer_edges(layout.net, layer, layout.tilings, elem_bytes):
+            srcs.append(layout.uops(p)[s])
+            dsts.append(here[d])
+            byts.append(b)
     empty = np.zeros(0, np.int64)
     return (
         np.concatenate(srcs) if srcs else empty,
         np.concatenate(dsts) if dsts else empty,
         np.concatenate(byts) if byts else empty,
     )
+
+
+def heads(
+    net: Network,
+    tilings: Mapping[str, Tiling],
+    latency: Mapping[str, IntArray],
+    cache: EdgeCache | None = None,
+) -> IntArray:
+    """Each μop's earliest start (the longest path into it, as
+    :meth:`~npusched.problem.scheduling.dag.UopGraph.heads` on the graph of :func:`uop_edges`)
+    with each layer's ``latency`` per tile, in :meth:`Tiling.index` order, layer after layer:
+    a μop waits for the finished producer tiles it reads, then for its chain's previous μop.
+    No graph is built; ``cache`` as in :func:`layer_edges`."""
+    finish: dict[str, IntArray] = {}
+    out: list[IntArray] = []
+    for layer in net.layers:
+        t, lat = tilings[layer.name], latency[layer.name]
+        head = np.zeros(t.size, dtype=np.int64)
+        for p, src, dst, _ in layer_edges(net, layer, tilings, cache=cache):
+            np.maximum.at(head, dst, finish[p][src])
+        chain, took = head.reshape(-1, t.counts[3]), lat.reshape(-1, t.counts[3])
+        for c in range(1, t.counts[3]):
+            np.maximum(chain[:, c], chain[:, c - 1] + took[:, c - 1], out=chain[:, c])
+        finish[layer.name] = head + lat
+        out.append(head)
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
 
 
 def output_bytes(layout: Layout, elem_bytes: int, psum_bytes: int = 4) -> IntArray:

@@ -10,14 +10,14 @@ evaluated on the whole enumerated feasible set, so no evaluation is spent on a s
 infeasible and no continuous optimum has to be rounded. A shape whose scheduler found no verified
 schedule is marked visited and left out of the GP's data.
 
-**Bounds** (ours, not the paper's). With the makespan objective a search may be given a lower
-bound on each shape's makespan that costs no schedule (the load term of
-:meth:`~npusched.search.space.DesignSpace.load_bounds`). The GP then models how far above its
-bound a shape's makespan is, ``−ln(makespan / bound)``, and the acquisition adds the bound back:
-UCB becomes ``−ln bound + μ + √β σ``, so an unevaluated shape is ranked by its own bound where the
-GP knows nothing (a GP on the makespan alone ranks it by its neighbours). A shape whose bound is
-no shorter than the best makespan found is never proposed: no schedule of it can be shorter. When
-every unevaluated shape is cut so, the search ends early with ``exhausted`` true.
+**Bounds** (ours, not the paper's). With the makespan objective a search may be given a lower bound
+on each shape's makespan that costs no schedule (its critical path and the load after each head:
+:meth:`~npusched.search.space.DesignSpace.lower_bounds`). The GP then models how far above its bound
+a shape's makespan is, ``−ln(makespan / bound)``, and the acquisition adds the bound back: UCB
+becomes ``−ln bound + μ + √β σ``, so an unevaluated shape is ranked by its own bound where the GP
+knows nothing (a GP on the makespan alone ranks it by its neighbours). A shape whose bound is no
+shorter than the best makespan found is never proposed: no schedule of it can be shorter. When every
+unevaluated shape is cut so, the search ends early with ``exhausted`` true.
 
 A seed makes the whole run repeatable: the Sobol sequence is scrambled with it,
 ``torch.manual_seed`` and numpy's generator are set from it, and the GP fit starts from

@@ -14,13 +14,13 @@ fast inner scheduler, then the exact stages on the best partition.
    ILP of eq. 16–18 on a time-quantised copy — the quantum and its rounding are stated there —
    then the mapping MIP of eq. 9–14, executed back in cycles on the NoC, on the routed machine
    by the memory-aware list), then ``joint`` (CP-SAT, eq. 15) warm-started from the best schedule
-   so far, and on the routed machine first the atomic dataflow's plan (:data:`STAGES`) and last
-   ``lns`` (large-neighbourhood search on the routed CP-SAT model, links, DRAM and memory
-   included) on the best schedule's allocation; each under
+   so far, and on the routed machine first the atomic dataflow's plan and the memory-aware list
+   (:data:`STAGES`) and last ``lns`` (large-neighbourhood search on the routed CP-SAT model,
+   links, DRAM and memory included) on the best schedule's allocation; each under
    ``final_time_limit`` (with a run's time limit, also under an equal share of what is left:
    :func:`stage_share`) and only where it applies. The shortest verified schedule wins; the
-   bound is the larger of the instance's (critical path, load, DRAM traffic) and ``joint``'s
-   proven one.
+   bound is the larger of the instance's (critical path, load after each head and before each
+   tail, DRAM traffic) and ``joint``'s proven one.
 
 3. Klotski's baselines beside it (:mod:`npusched.search.baselines`): baseline 1 (``zigzag``) on
    the coarsest partition its plan fits, baseline 2 (``atomic``) on its own partition, annealed
@@ -100,14 +100,15 @@ class Orchestration:
 
 STAGES = {
     "compute-only": ("twostage", "joint"),
-    "routed": ("atomic", "twostage", "joint", "lns"),
+    "routed": ("atomic", "list", "twostage", "joint", "lns"),
 }
 """The final stages by machine, in order (each warm-started from the best schedule so far). On the
-routed machine the atomic dataflow's plan on the best partition is one more warm start (a
-heuristic of the papers is a warm start here as much as a baseline), and ``lns`` ends."""
+routed machine the atomic dataflow's plan and the memory-aware list on the best partition are two
+more warm starts (a heuristic of the papers is a warm start here as much as a baseline; the one
+the search did not use costs a second), and ``lns`` ends."""
 
 CHEAP_MODELS = ("analytic", "compute")
-"""Cost models fast enough to cost every tile of a design space for its load bounds."""
+"""Cost models fast enough to cost every tile of a design space for its lower bounds."""
 
 HAND_BACK = 1.0
 """Seconds of a final stage's limit kept for handing its answer back from the stage's process."""
@@ -228,7 +229,7 @@ def orchestrate(
     least the rest; ``polish`` is the share of the budget and of the search's time that
     polishes BO's best (step 1). With ``bounds``, the makespan objective and a cost model
     computed here (not ``zigzag``, whose calls cost seconds each), the search and the polish
-    are given the space's load bounds (:meth:`~npusched.search.space.DesignSpace.load_bounds`,
+    are given the space's lower bounds (:meth:`~npusched.search.space.DesignSpace.lower_bounds`,
     :mod:`npusched.search.bo`); computing them counts in the runtime."""
     if not 0 <= final_share < 1:
         raise ValueError(f"final_share must be in [0, 1), got {final_share}")
@@ -242,7 +243,7 @@ def orchestrate(
     model = machine_cost_model(machine, cost, arch)
     lbs = None
     if bounds and objective == "makespan" and model.name in CHEAP_MODELS:
-        lbs = space.load_bounds(net, arch, model)
+        lbs = space.lower_bounds(net, arch, model, executor, q)
     run = functools.partial(evaluate, net, arch, objective=objective, method=inner,
                             time_limit=final_time_limit, threads=threads, seed=seed,
                             machine=machine, cost=model)  # fmt: skip

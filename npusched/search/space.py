@@ -28,15 +28,18 @@ largest value of that axis.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Container
+from collections.abc import Container, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import numpy as np
 
 from npusched.arch.model import Arch
 from npusched.costmodel import CostModel
+from npusched.partition.build import EdgeCache, heads
 from npusched.partition.costs import core_kinds, layer_latencies
 from npusched.partition.schemes import KlotskiMemory
+from npusched.problem.scheduling.dag import release_load_bound
 from npusched.workload.network import Network
 
 Shape4 = tuple[int, int, int, int]
@@ -130,30 +133,37 @@ class DesignSpace:
     def __len__(self) -> int:
         return len(self.points)
 
-    def load_bounds(self, net: Network, arch: Arch, model: CostModel) -> np.ndarray:
-        """For each point, the load term ``⌈Σ_i min_c l_i / m⌉`` of its instance's lower bound
-        (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.lower_bound`), costed by
-        ``model`` without building the instance (each layer's tiling is costed once per
-        distinct clipped shape).
+    def lower_bounds(
+        self,
+        net: Network,
+        arch: Arch,
+        model: CostModel,
+        executor: Executor | None = None,
+        parts: int = 1,
+    ) -> np.ndarray:
+        """For each point, a makespan bound of its partition, costed by ``model`` without
+        building the instance (each layer's tiling is costed once per distinct clipped shape):
+        the critical path and :func:`~npusched.problem.scheduling.dag.release_load_bound` over
+        the μops, with each μop's fastest latency and its head (earliest start) along the
+        partition's edges (:func:`~npusched.partition.build.uop_edges`: producer tiles and
+        partial-sum chains), transfers left out. Each μop's head in its instance is at least
+        this one, so the bound is at most the instance's
+        (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.lower_bound`) and at least
+        the load term ``⌈Σ_i min_c l_i / m⌉``.
 
         Their minimum bounds the makespan of every schedule of every partition of the space, so
         ``1 - min / T`` is the most that any search over ``s`` and any scheduler can gain over a
         schedule of ``T`` cycles (the headroom over baseline 2 in :mod:`npusched.bench.klotski`).
+        With an ``executor``, ``parts`` runs of consecutive points share the work.
         """
-        memory = KlotskiMemory(net, arch)
-        kinds, _ = core_kinds(arch.cores)
-        work: dict[tuple[str, tuple[int, ...]], int] = {}
-        out = np.empty(len(self.points), dtype=np.int64)
-        for j, s in enumerate(self.points):
-            total = 0
-            for layer in net.layers:
-                key = (layer.name, memory.clipped(layer, s))
-                if key not in work:
-                    lat = layer_latencies(layer, memory.tiling(layer, s), kinds, model)
-                    work[key] = int(lat.min(axis=1).sum())
-                total += work[key]
-            out[j] = -(-total // len(arch.cores))
-        return out
+        if executor is None or parts < 2:
+            return _lower_bounds(self.points, net, arch, model)
+        runs = [r for r in np.array_split(np.arange(len(self.points)), parts) if r.size]
+        futures = [
+            executor.submit(_lower_bounds, [self.points[i] for i in r], net, arch, model)
+            for r in runs
+        ]
+        return np.concatenate([f.result() for f in futures])
 
     def unit(self) -> np.ndarray:
         """``(len, 4)`` float64 inputs in ``[0, 1]``: log2 of each coordinate over its axis."""
@@ -240,3 +250,27 @@ class DesignSpace:
         if self.max_uops is not None and n > self.max_uops:
             raise ValueError(f"s = {s} cuts {net.name} into {n} μops, over the cap {self.max_uops}")
         raise ValueError(f"s = {s} is not a point of the design space of {net.name}")
+
+
+def _lower_bounds(
+    points: Sequence[Shape4], net: Network, arch: Arch, model: CostModel
+) -> np.ndarray:
+    """:meth:`DesignSpace.lower_bounds` of ``points``."""
+    memory = KlotskiMemory(net, arch)
+    kinds, _ = core_kinds(arch.cores)
+    cost: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
+    edges = EdgeCache()
+    out = np.empty(len(points), dtype=np.int64)
+    for j, s in enumerate(points):
+        tilings, fastest = {}, {}
+        for layer in net.layers:
+            key = (layer.name, memory.clipped(layer, s))
+            tilings[layer.name] = memory.tiling(layer, s)
+            if key not in cost:
+                lat = layer_latencies(layer, tilings[layer.name], kinds, model)
+                cost[key] = lat.min(axis=1)
+            fastest[layer.name] = cost[key]
+        d = np.concatenate([fastest[layer.name] for layer in net.layers])
+        head = heads(net, tilings, fastest, edges)
+        out[j] = max(int((head + d).max()), release_load_bound(head, d, len(arch.cores)))
+    return out

@@ -20,7 +20,9 @@ from npusched.partition import (
     stream_tiling,
     tile_macs,
 )
+from npusched.partition.build import EdgeCache, Layout, heads, uop_edges
 from npusched.partition.instance import build_instance
+from npusched.problem.scheduling.dag import UopGraph
 from npusched.verify import verify
 from npusched.workload import INPUT, Layer, Network
 
@@ -147,6 +149,25 @@ def test_dependencies_equal_brute_force_overlaps(case):
         assert got == want
         if q.op == "concat":
             offset += shape[0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(two_layer_nets(), st.integers(0, 2**31 - 1))
+def test_heads_without_a_graph_are_the_graphs_heads(case, seed):
+    """The heads a design space's bounds use, layer after layer without building the graph,
+    equal the longest paths on the μop graph of the same partition (every op, concat's channel
+    offsets and partial-sum chains included), with and without the edge cache."""
+    net, tilings = case
+    rng = np.random.default_rng(seed)
+    latency = {ly.name: rng.integers(0, 50, tilings[ly.name].size) for ly in net.layers}
+    d = np.concatenate([latency[ly.name] for ly in net.layers])
+    layout = Layout.of(net, tilings)
+    want = UopGraph(d, *uop_edges(layout)).heads()
+    assert np.array_equal(heads(net, tilings, latency), want)
+    cache = EdgeCache()
+    for _ in range(2):  # the second call reads the cache
+        assert np.array_equal(heads(net, tilings, latency, cache), want)
+    assert cache.edges > 0 or not any(ly.inputs != (INPUT,) for ly in net.layers)
 
 
 @settings(max_examples=30, deadline=None)

@@ -88,3 +88,20 @@ def test_invalid_instance_names_file_field_and_reason(diamond, mutate, field, re
     assert err.value.path == "bad.json"
     assert err.value.field == field
     assert reason in err.value.reason
+
+
+def test_release_load_bound_by_hand_and_against_every_threshold():
+    from npusched.problem.scheduling.dag import release_load_bound
+
+    # a fork: 0 → {1, 2, 3, 4}, each 10 cycles on 2 cores: critical path 20, load 25, optimum 30
+    fork = make_instance([10] * 5, [(0, k) for k in range(1, 5)], 2)
+    assert fork.lower_bound() == 30
+    # and reversed in time (a join), through the tails
+    join = make_instance([10] * 5, [(k, 0) for k in range(1, 5)], 2)
+    assert join.lower_bound() == 30
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        r, w, m = rng.integers(0, 30, 8), rng.integers(0, 20, 8), int(rng.integers(1, 4))
+        want = max(int(t + -(-w[r >= t].sum() // m)) for t in r)
+        assert release_load_bound(r, w, m) == want
+    assert release_load_bound(np.zeros(0, np.int64), np.zeros(0, np.int64), 2) == 0

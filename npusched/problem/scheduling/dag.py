@@ -24,6 +24,27 @@ def _ranges(lo: IntArray, hi: IntArray) -> tuple[IntArray, IntArray]:
     return owner, start + np.arange(int(count.sum()))
 
 
+def release_load_bound(release: IntArray, work: IntArray, m: int) -> int:
+    """A makespan bound from release times: for every threshold ``r``, what is released no
+    earlier than ``r`` still needs ``⌈Σ work / m⌉`` cycles after it, so
+
+    .. math:: C_{max} \\ge \\max_j \\bigl(r_j + \\lceil \\textstyle\\sum_{k : r_k \\ge r_j} w_k / m
+              \\rceil\\bigr),
+
+    the bound of the preemptive relaxation of P|r_j|C_max with each item's work
+    ``w`` split freely over the ``m`` cores. It holds on heterogeneous cores with ``w`` the
+    fastest latency. Reversed in time (``release`` the time after each item until the end), it
+    bounds the same way, so one function serves heads and tails. ``release`` and ``work`` are
+    parallel arrays (items may be μops or groups of μops with a common release); 0 when empty.
+    """
+    r = np.asarray(release, dtype=np.int64)
+    if r.size == 0:
+        return 0
+    order = np.argsort(-r, kind="stable")
+    after = np.cumsum(np.asarray(work, dtype=np.int64)[order])
+    return int((r[order] + -(-after // m)).max())
+
+
 def _csr(keys: IntArray, values: IntArray, n: int) -> tuple[IntArray, IntArray]:
     order = np.argsort(keys, kind="stable")
     ptr = np.zeros(n + 1, dtype=np.int64)

@@ -9,7 +9,7 @@ import numpy as np
 
 from npusched.common.limits import MAX_VALUE
 from npusched.problem.scheduling.accelerator import Accelerator
-from npusched.problem.scheduling.dag import IntArray, UopGraph
+from npusched.problem.scheduling.dag import IntArray, UopGraph, release_load_bound
 
 
 @dataclass(frozen=True)
@@ -125,11 +125,13 @@ class SchedulingInstance:
         return self.duration.min(axis=1)
 
     def lower_bound(self) -> int:
-        """Trivial makespan lower bound: max(critical path, ceil(Σ fastest latencies / m)).
+        """Makespan lower bound: the critical path, and the load after each head and before
+        each tail (:func:`~npusched.problem.scheduling.dag.release_load_bound`; with a zero
+        threshold, ``⌈Σ fastest latencies / m⌉``).
 
-        Both terms are valid for any core assignment, so the bound is valid for R|prec|Cmax too.
+        Every term is valid for any core assignment, so the bound is valid for R|prec|Cmax too.
         """
         d = self.min_duration
-        cp = int((self.graph.heads(d) + d).max())
-        load = -(-int(d.sum()) // self.m)
-        return max(cp, load)
+        head, tail = self.graph.heads(d), self.graph.tails(d)
+        cp = int((head + d).max())
+        return max(cp, release_load_bound(head, d, self.m), release_load_bound(tail - d, d, self.m))

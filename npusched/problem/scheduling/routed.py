@@ -56,7 +56,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from npusched.problem.scheduling.accelerator import Accelerator
-from npusched.problem.scheduling.dag import IntArray
+from npusched.problem.scheduling.dag import IntArray, release_load_bound
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.noc import Mesh
 
@@ -503,7 +503,9 @@ class RoutedInstance:
           whose ends can share no core costs its fastest possible transfer (of no more than what
           its consumer reads: :meth:`copy_data` of the edge alone), and a μop cannot start
           before its DRAM tensors can arrive on any of its cores;
-        - the load of μops that can run on one core only, and ``⌈Σ fastest latencies / m⌉``;
+        - the load of μops that can run on one core only, and the load after each head and
+          before each tail (:func:`~npusched.problem.scheduling.dag.release_load_bound`; with a
+          zero threshold, ``⌈Σ fastest latencies / m⌉``), with the heads of the critical path;
         - when all DRAM routes share a link: the DRAM traffic on it (each tensor once per core
           its consumers are forced onto, at least once, at the route's bandwidth) plus the
           shortest remaining path of a DRAM consumer: the fetch that ends last still has to be
@@ -528,7 +530,9 @@ class RoutedInstance:
                 arrive = np.ceil(t.data / fastest[t.consumers] - 1e-9).astype(np.int64)
                 np.maximum.at(head, t.consumers, arrive)
         head = g.heads(d, weight, head)
-        bound = max(int((head + d).max()), -(-int(d.sum()) // self.m))
+        tail = g.tails(d)
+        bound = max(int((head + d).max()), release_load_bound(head, d, self.m),
+                    release_load_bound(tail - d, d, self.m))  # fmt: skip
         only = mask.sum(axis=1) == 1
         if only.any():
             core = np.argmax(mask, axis=1)
@@ -548,7 +552,6 @@ class RoutedInstance:
                         traffic += int(np.ceil(t.data / dram_bw[forced] - 1e-9).sum())
                     else:
                         traffic += int(np.ceil(t.data / dram_bw.max() - 1e-9))
-                tail = g.tails(d)
                 last = min(int(tail[t.consumers].min()) for t in used)
                 bound = max(bound, traffic + last)
         return bound
