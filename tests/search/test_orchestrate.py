@@ -35,7 +35,8 @@ def test_cli_writes_verified_files(tmp_path):
     assert rep["bound"] <= rep["cycles"] <= min(e["makespan"] for e in rep["evaluations"] if
                                                   e["s"] == rep["best_s"])  # fmt: skip
     assert rep["machine"] == "routed" and rep["cost"] == "analytic"
-    assert set(rep["stages"]) == {"atomic", "list", "twostage", "joint", "lns"}  # the routed machine's
+    # the routed machine's stages
+    assert set(rep["stages"]) == {"atomic", "list", "twostage", "joint", "lns"}
     assert rep["cycles"] <= rep["baseline2_same_partition_cycles"]  # atomic is a warm start
     assert rep["stages"]["twostage"]["quantum_cycles"] >= 1
     assert rep["design_space"]["feasible"] > 6
