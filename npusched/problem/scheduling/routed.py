@@ -56,6 +56,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from npusched.problem.scheduling.accelerator import Accelerator
+from npusched.problem.scheduling.bounds import ancestor_load_heads, prefetch_bound
 from npusched.problem.scheduling.dag import IntArray, release_load_bound
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.noc import Mesh
@@ -494,6 +495,29 @@ class RoutedInstance:
             )
         return bw, dram
 
+    def _prefetch_bound(self, head: IntArray, tail: IntArray) -> int:
+        """:func:`~npusched.problem.scheduling.bounds.prefetch_bound` over the DRAM tensors none
+        of whose readers is streamed (those take no space), with every core's capacity and the
+        bandwidths of the first links out of DRAM (one per resource) summed; 0 without
+        capacities or DRAM tensors."""
+        streamed = self.is_streamed
+        used = [t for t in self.dram
+                if t.data > 0 and t.consumers.size and not streamed[t.consumers].any()]  # fmt: skip
+        if self.capacity is None or not used:
+            return 0
+        topo, first = self.topology, {}  # type: ignore[var-annotated]
+        for route in (self.route(-1, c) for c in range(self.m)):
+            if route:
+                res = int(topo.resource_of[route[0]])
+                first[res] = max(first.get(res, 0.0), topo.links[route[0]].bandwidth)
+        return prefetch_bound(
+            np.array([head[t.consumers].min() for t in used]),
+            np.array([tail[t.consumers].min() for t in used]),
+            np.array([t.data for t in used]),
+            int(self.capacity.sum()),
+            float(sum(first.values())),
+        )
+
     def lower_bound(self) -> int:
         """A makespan bound valid for every allowed assignment and any transfer timing.
 
@@ -509,7 +533,11 @@ class RoutedInstance:
         - when all DRAM routes share a link: the DRAM traffic on it (each tensor once per core
           its consumers are forced onto, at least once, at the route's bandwidth) plus the
           shortest remaining path of a DRAM consumer: the fetch that ends last still has to be
-          consumed.
+          consumed;
+        - with layers, each μop's head is at least the load of the ancestors found layer by
+          layer (:func:`~npusched.problem.scheduling.bounds.ancestor_load_heads`);
+        - with memory capacities, the DRAM operands that cannot all be prefetched before their
+          readers' heads (:func:`~npusched.problem.scheduling.bounds.prefetch_bound`).
         """
         d = self.min_duration
         g, mask = self.graph, self.mask
@@ -529,10 +557,13 @@ class RoutedInstance:
             if t.data > 0 and t.consumers.size:
                 arrive = np.ceil(t.data / fastest[t.consumers] - 1e-9).astype(np.int64)
                 np.maximum.at(head, t.consumers, arrive)
+        if self.layer is not None:
+            head = np.maximum(head, ancestor_load_heads(g, d, self.layer, self.m))
         head = g.heads(d, weight, head)
         tail = g.tails(d)
         bound = max(int((head + d).max()), release_load_bound(head, d, self.m),
-                    release_load_bound(tail - d, d, self.m))  # fmt: skip
+                    release_load_bound(tail - d, d, self.m),
+                    self._prefetch_bound(head, tail))  # fmt: skip
         only = mask.sum(axis=1) == 1
         if only.any():
             core = np.argmax(mask, axis=1)

@@ -188,6 +188,7 @@ def test_every_schedule_keeps_within_memory(inst, priority):
     rep = check(inst, sched)
     assert rep.ok, rep.violations
     assert (memory_peaks(inst, sched) <= inst.capacity).all()
+    assert sched.makespan(inst) >= inst.lower_bound()
 
 
 def test_solve_takes_streams_priorities():

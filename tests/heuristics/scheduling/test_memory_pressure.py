@@ -87,6 +87,7 @@ def schedule(inst: RoutedInstance, priority: str) -> tuple[RoutedSchedule, int, 
     rep = check(inst, sched)
     assert rep.ok, rep.violations[:5]
     assert (memory_peaks(inst, sched) <= inst.capacity).all()
+    assert sched.makespan(inst) >= inst.lower_bound()  # its prefetch term binds under pressure
     kind = sched.moves.kind
     return sched, int((kind == EVICT).sum()), int((kind == REFETCH).sum()), seconds
 
