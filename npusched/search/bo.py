@@ -19,6 +19,14 @@ knows nothing (a GP on the makespan alone ranks it by its neighbours). A shape w
 shorter than the best makespan found is never proposed: no schedule of it can be shorter. When every
 unevaluated shape is cut so, the search ends early with ``exhausted`` true.
 
+**Symmetry** (ours). Where turning every feature map by 90° leaves the network as it is
+(:func:`~npusched.search.space.transposable`: VGG, ResNet), a shape and its transpose cut the
+same μops turned and schedule alike; the search then runs over the shapes up to transposition:
+the GP's inputs have ``h`` and ``w`` sorted (:meth:`~npusched.search.space.DesignSpace.features`)
+and a shape whose transpose is evaluated is not proposed. Without it, 5 of 50 evaluations on
+VGG19 5×5 (seed 1) went to transposes of shapes already evaluated. The polish after the search
+still tries the transpose of the best (:func:`~npusched.search.anneal.neighbourhood`).
+
 A seed makes the whole run repeatable: the Sobol sequence is scrambled with it,
 ``torch.manual_seed`` and numpy's generator are set from it, and the GP fit starts from
 BoTorch's deterministic initial hyperparameters.
@@ -90,13 +98,17 @@ def _fit(x: torch.Tensor, y: torch.Tensor) -> SingleTaskGP:
 
 
 def sobol_starts(space: DesignSpace, n: int, seed: int) -> list[int]:
-    """``n`` distinct feasible points nearest to a scrambled Sobol sequence in ``[0, 1]^4``."""
+    """``n`` distinct feasible points nearest to a scrambled Sobol sequence in ``[0, 1]^4``
+    (fewer if the space, up to transposition where it is :attr:`~npusched.search.space.
+    DesignSpace.square`, has fewer), no two of them each other's transpose there."""
     unit = space.unit()
     draws = SobolEngine(4, scramble=True, seed=seed).draw(n, dtype=torch.float64).numpy()
     chosen: list[int] = []
     for q in draws:
         dist = ((unit - q) ** 2).sum(axis=1)
-        dist[chosen] = np.inf
+        dist[chosen + space.twins(chosen)] = np.inf
+        if np.isinf(dist).all():
+            break
         chosen.append(int(np.argmin(dist)))
     return chosen
 
@@ -200,10 +212,10 @@ def bayes_search(
 
 
 def with_bounds(space: DesignSpace, bounds: np.ndarray | None) -> np.ndarray:
-    """The GP's inputs: :meth:`~npusched.search.space.DesignSpace.unit`, and a fifth column of
+    """The GP's inputs: :meth:`~npusched.search.space.DesignSpace.features`, and a fifth column of
     ``min bound / bound`` in ``(0, 1]`` (all ones without bounds), whose logarithm the
     acquisition adds back (:func:`_next_points`)."""
-    unit = space.unit()
+    unit = space.features()
     if bounds is None:
         return np.hstack([unit, np.ones((len(unit), 1))])
     b = np.maximum(np.asarray(bounds, dtype=np.float64), 1.0)
@@ -224,9 +236,11 @@ def cut(result: SearchResult, bounds: np.ndarray | None) -> np.ndarray:
 def open_points(
     space: DesignSpace, seen: Sequence[int], out: SearchResult, bounds: np.ndarray | None
 ) -> np.ndarray:
-    """The unevaluated points that may still beat the best makespan found (:func:`cut`)."""
+    """The unevaluated points that may still beat the best makespan found (:func:`cut`), none
+    the transpose of an evaluated one in a square space (module docstring)."""
     free = ~cut(out, bounds)
     free[list(seen)] = False
+    free[space.twins(seen)] = False
     return np.flatnonzero(free)
 
 

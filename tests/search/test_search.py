@@ -79,10 +79,19 @@ def test_gp_is_ard_matern52_float64():
     assert gp.train_inputs[0].dtype == torch.float64
 
 
-def _fake(space: DesignSpace, bad: frozenset = frozenset()):
-    """A cheap deterministic E with its maximum at one known point; shapes in ``bad`` fail."""
-    target = np.asarray(space.unit()[len(space) // 3])
-    unit = space.unit()
+def _away(space: DesignSpace, n_init: int, seed: int) -> int:
+    """The first point from a third of the space on that neither is one of the search's Sobol
+    starts nor has one as its transpose: a target the starts do not hit."""
+    starts = set(sobol_starts(space, n_init, seed))
+    starts |= set(space.twins(starts))
+    return next(k for k in range(len(space) // 3, len(space)) if k not in starts)
+
+
+def _fake(space: DesignSpace, bad: frozenset = frozenset(), at: int | None = None):
+    """A cheap deterministic E with its maximum at one known point ``at`` (a third of the way
+    by default; and its transpose, where the space is square); shapes in ``bad`` fail."""
+    unit = space.features()
+    target = np.asarray(unit[len(space) // 3 if at is None else at])
 
     def run(s):
         if s in bad:
@@ -106,7 +115,8 @@ def test_seed_repeats_the_run(lenet_space):
 def test_bo_beats_its_initial_points(lenet_space):
     """On a smooth score the GP-UCB steps find better points than the Sobol starts."""
     _, _, space = lenet_space
-    res = bayes_search(space, _fake(space), budget=20, n_init=5, seed=0, progress=False)
+    run = _fake(space, at=_away(space, 5, 0))
+    res = bayes_search(space, run, budget=20, n_init=5, seed=0, progress=False)
     first = max(e.score for e in res.evaluations[:5])
     assert res.best.score > first
 
@@ -281,11 +291,11 @@ def test_annealing_spends_its_budget(lenet_space):
     assert len({e.s for e in res.evaluations}) == 40
 
 
-def _fake_makespan(space: DesignSpace, floor: np.ndarray):
+def _fake_makespan(space: DesignSpace, floor: np.ndarray, at: int | None = None):
     """A makespan of each point: its bound ``floor`` times a smooth factor ≥ 1, least at one
-    known point."""
-    unit = space.unit()
-    target = unit[len(space) // 3]
+    known point ``at`` (as :func:`_fake`)."""
+    unit = space.features()
+    target = unit[len(space) // 3 if at is None else at]
 
     def run(s):
         k = space.index(s)
@@ -318,8 +328,8 @@ def test_bounds_end_a_search_with_nothing_left_to_win(lenet_space):
     stops early, ``exhausted``; bounds of the wrong length are refused."""
     _, _, space = lenet_space
     floor = np.full(len(space), 500)
-    res = bayes_search(space, _fake_makespan(space, floor), budget=20, n_init=3, seed=0,
-                       progress=False, bounds=floor)  # fmt: skip
+    res = bayes_search(space, _fake_makespan(space, floor, _away(space, 3, 0)), budget=20,
+                       n_init=3, seed=0, progress=False, bounds=floor)  # fmt: skip
     spans = [e.makespan for e in res.evaluations]
     assert res.exhausted and len(spans) < 20 and spans[-1] == 500 == min(spans)  # the bound met
     assert spans.index(500) == len(spans) - 1  # and the search ended at once
@@ -366,3 +376,24 @@ def test_bounds_leaving_fewer_points_than_a_batch(lenet_space):
                            bounds=floor)  # fmt: skip
     assert [space.index(e.s) for e in res.evaluations[3:]] in (special, special[::-1])
     assert res.exhausted and res.best.makespan == 10
+
+
+def test_a_square_space_is_searched_up_to_transposition(lenet_space):
+    """LeNet turns into itself (square maps, square kernels), Inception v3 does not (1×7 and
+    7×1 kernels). In LeNet's space a shape and its transpose are one input to the GP, and the
+    search never evaluates both."""
+    from npusched.search.space import transposable
+
+    net, _, space = lenet_space
+    assert transposable(net) and space.square
+    assert not transposable(resolve_network("inceptionv3"))
+    pairs = [(k, t) for k in range(len(space)) if (t := space.transpose(k)) is not None]
+    assert pairs and space.twins([k for k, _ in pairs]) == [t for _, t in pairs]
+    x, u = space.features(), space.unit()
+    for k, t in pairs:
+        assert (x[k] == x[t]).all() and (u[k] != u[t]).any()
+    res = bayes_search(space, _fake(space), budget=30, n_init=5, seed=0, progress=False)
+    seen = {space.index(e.s) for e in res.evaluations}
+    assert len(seen) == 30 and not seen & set(space.twins(seen))
+    flat = dataclasses.replace(space, square=False)
+    assert flat.twins(seen) == [] and (flat.features() == u).all()
