@@ -128,8 +128,8 @@ def beam_schedule(
                 continue
             for r, ops in enumerate(chosen):
                 c = _Branch(b.e.fork(), b.ready, b.greedy and r == 0)
-                issue(c, ops)
-                try:
+                try:  # a set whose operands do not fit ends its branch, not the search
+                    issue(c, ops)
                     c.e.check(stop_above, deadline)
                     kids.append((score(c), not c.greedy, len(kids), c))
                 except Pruned:
