@@ -4,7 +4,7 @@ Importing this package registers the methods of each decision (:mod:`.scheduling
 :mod:`.placement`); :data:`METHODS` lists them.
 """
 
-from npusched.methods import flexer, lns, placement, reassign, scheduling, tiling
+from npusched.methods import depth_first, flexer, lns, placement, reassign, scheduling, tiling
 from npusched.methods.registry import METHODS, Context, Method, NoParams, register, solve
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "Context",
     "Method",
     "NoParams",
+    "depth_first",
     "flexer",
     "lns",
     "placement",

@@ -5,7 +5,11 @@ memories: :class:`~npusched.formulations.scheduling.routed.RoutedModel`) — for
 model is too large to solve whole.
 
 From the best list schedule (or a given warm start) — on a scheduling instance with a time limit
-first annealed over its core assignment by ``reassign`` for a share ``reassign`` of the limit
+first a depth-first search for a schedule at the lower bound, ``dfbb``, for a share ``fill`` of
+the limit (:mod:`npusched.heuristics.scheduling.depth_first`: on task graphs built around a
+schedule without idle time it finds the optimum in under a second where the graph is dense and
+the cores few, and then nothing else runs), then annealed over its core assignment by
+``reassign`` for a share ``reassign`` of the rest
 (:mod:`npusched.heuristics.scheduling.reassign`: the CP-SAT rounds below keep most μops on their
 cores, and on graphs with heavy transfers the cores are what the lists choose badly) — each
 round frees a neighbourhood and re-solves it with CP-SAT for at most ``step`` seconds from the
@@ -59,6 +63,9 @@ KINDS = ("time", "pair")
 REASSIGN = 0.5
 """Default share of ``lns``'s time limit spent by ``reassign`` on the warm start's assignment
 (:mod:`npusched.heuristics.scheduling.reassign`) before the CP-SAT rounds."""
+FILL = 0.25
+"""Default share of ``lns``'s time limit spent by ``dfbb`` looking for a schedule at the lower
+bound (:mod:`npusched.heuristics.scheduling.depth_first`) before ``reassign``."""
 
 
 @dataclass(frozen=True)
@@ -67,21 +74,24 @@ class LnsParams:
     per neighbourhood (``step``), the neighbourhoods taken in turn (``kinds``, comma separated:
     ``time``, ``pair``), ``priority`` of the warm start, the share of the time limit that
     ``reassign`` spends on the warm start's core assignment first (``reassign``; with a time
-    limit, on the scheduling instances ``reassign`` applies to: two or more cores), and
-    ``progress`` (a line on stderr)."""
+    limit, on the scheduling instances ``reassign`` applies to: two or more cores), the share
+    that ``dfbb`` spends before it looking for a schedule at the lower bound (``fill``; with a
+    time limit, on scheduling instances), and ``progress`` (a line on stderr)."""
 
     window: int = 30
     step: float = 2.0
     kinds: str = "time,pair"
     priority: Priority = "blevel"
     reassign: float = REASSIGN
+    fill: float = FILL
     progress: bool = False
 
     def __post_init__(self) -> None:
         if self.window < 1 or not 0 < self.step < float("inf"):
             raise ValueError("window must be at least 1 and step a positive number of seconds")
-        if not 0 <= self.reassign < 1:  # NaN fails too
-            raise ValueError(f"reassign must be a share in [0, 1), got {self.reassign}")
+        for name in ("reassign", "fill"):
+            if not 0 <= getattr(self, name) < 1:  # NaN fails too
+                raise ValueError(f"{name} must be a share in [0, 1), got {getattr(self, name)}")
         bad = set(self.kinds.split(",")) - set(KINDS)
         if bad or not self.kinds:
             raise ValueError(f"neighbourhood kinds are {', '.join(KINDS)}; got {self.kinds!r}")
@@ -217,7 +227,18 @@ def _warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
     else:
         warm = best_list_schedule(problem)
     left = ctx.remaining()
-    if params.reassign > 0 and left is not None and "reassign" in applicable(problem):
+    if params.fill > 0 and left is not None and isinstance(problem, SchedulingInstance):
+        res = solve(problem, "dfbb", time_limit=params.fill * left, seed=ctx.seed,
+                    warm_start=warm)  # fmt: skip
+        if isinstance(res.solution, Schedule) and check(problem, res.solution).ok:
+            warm = res.solution
+        left = ctx.remaining()
+    if (
+        params.reassign > 0
+        and left is not None
+        and "reassign" in applicable(problem)
+        and warm.makespan(problem) > problem.lower_bound()
+    ):
         res = solve(problem, "reassign", time_limit=params.reassign * left, seed=ctx.seed,
                     warm_start=warm)  # fmt: skip
         if isinstance(res.solution, Schedule) and check(problem, res.solution).ok:

@@ -37,14 +37,14 @@ def best_list_schedule(problem: SchedulingInstance) -> Schedule:
     return min((c for c in cands if isinstance(c, Schedule)), key=lambda c: c.makespan(problem))
 
 
-def _warm_start(problem: Any, params: ReassignParams, ctx: Context) -> Context:
-    """The given warm start, checked, or :func:`best_list_schedule`."""
+def checked_warm_start(problem: Any, params: Any, ctx: Context) -> Context:
+    """The given warm start, checked, or :func:`best_list_schedule` (a method's ``prepare``)."""
     from npusched.verify import check
 
     warm = ctx.warm_start
     if warm is not None:
         if not isinstance(warm, Schedule) or not check(problem, warm).ok:
-            raise ValueError("a reassign warm start must be a feasible Schedule")
+            raise ValueError("a warm start must be a feasible Schedule")
     else:
         warm = best_list_schedule(problem)
     return dataclasses.replace(ctx, warm_start=warm)
@@ -82,6 +82,6 @@ register(
         "schedule, until the time limit or the lower bound",
         params=ReassignParams,
         applies=_applies,
-        prepare=_warm_start,
+        prepare=checked_warm_start,
     )
 )

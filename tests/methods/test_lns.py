@@ -108,15 +108,19 @@ def _mspcd(name: str):
 
 @needs_shared
 def test_lns_on_a_delay_instance_improves_the_list_and_verifies():
-    """ogra50_50_4 (n = 50, p = 4 hypercube, optimum 600 = the instance's bound): lns improves
-    on its list warm start, every improvement in its trace; at the bound it stops early and says
-    optimal (it reaches 600 in about 4 s on an idle 2-core machine, seeds 0 and 1: not asserted,
-    that is timing)."""
+    """ogra50_50_4 (n = 50, p = 4 hypercube, optimum 600 = the instance's bound): without the
+    depth-first share, lns improves on its list warm start, every improvement in its trace; at
+    the bound it stops early and says optimal (it reaches 600 in about 4 s on an idle 2-core
+    machine, seeds 0 and 1: not asserted, that is timing). With it, the depth-first search
+    finds 600 (the graph is dense, the cores four) and no round runs."""
     inst = _mspcd("ogra50_50_4")
-    res = solve(inst, "lns", time_limit=20, threads=2)
+    res = solve(inst, "lns", time_limit=20, threads=2, fill=0.0)
     assert check(inst, res.solution).ok and res.objective >= inst.lower_bound() == 600
     assert res.trace[0].incumbent > res.trace[-1].incumbent == res.objective
     assert (res.status is Status.OPTIMAL) == (res.objective == 600)
+    res = solve(inst, "lns", time_limit=20, threads=2)
+    assert check(inst, res.solution).ok and res.status is Status.OPTIMAL
+    assert res.objective == 600 and res.stats["neighbourhoods"] == 0
 
 
 def test_lns_from_a_schedule_at_the_bound_stops_and_says_optimal():
@@ -180,7 +184,7 @@ def test_lns_rounds_end_before_the_limit_with_room_for_their_overhead():
     assert _step(2.0, 2.0, 1.0) == pytest.approx(2.0 - SPARE - 1.0)
     assert _step(2.0, SPARE + 1.05, 1.0) == 0.0  # under 0.1 s: no round
     inst, _ = known_optimum(300, 50, 16, seed=3)  # 20 177 edges: before, the limit stopped it
-    res = solve(inst, "lns", time_limit=10, threads=2, seed=0, reassign=0.0)
+    res = solve(inst, "lns", time_limit=10, threads=2, seed=0, reassign=0.0, fill=0.0)
     assert res.method == "lns" and "fallback" not in res.stats
     assert res.stats["neighbourhoods"] >= 1 and check(inst, res.solution).ok
 
@@ -193,7 +197,7 @@ def test_lns_starts_from_reassign_s_schedule_within_its_share():
 
     inst, _ = known_optimum(50, 50, 9, seed=2)
     lists = best_list_schedule(inst).makespan(inst)
-    res = solve(inst, "lns", time_limit=6, threads=1, seed=0, reassign=0.5)
+    res = solve(inst, "lns", time_limit=6, threads=1, seed=0, reassign=0.5, fill=0.0)
     assert check(inst, res.solution).ok
     assert res.objective <= res.trace[0].incumbent < lists  # reassign improves this graph
     assert res.runtime_s <= 1.1 * 6 + 2  # the documented allowance (docs/robustness.md)
