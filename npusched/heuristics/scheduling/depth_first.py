@@ -22,9 +22,16 @@ delays, for a target makespan ``T``:
   idle (``d_i`` a μop's latency on its core; its fastest latency in the bound). Every branch
   spends idle (``s − t``, a slower core's extra latency, a closed core's ``T − t``) from this
   budget and is cut when the budget is spent.
-- **Tails.** A μop that starts at ``s`` ends the schedule no earlier than ``s`` plus its tail, and
-  a μop whose producers are all placed starts no earlier than ``min_q max(free(q), A(j, q))``;
-  a branch is cut when either passes ``T``.
+- **Tails, forward checking.** A μop that starts at ``s`` ends the schedule no earlier than
+  ``s`` plus its tail. A μop ``c`` with some producers placed starts no earlier than
+  ``min_q max(free(q), A(c, q))`` over those producers (cores only fill later), so when a μop
+  is placed, each consumer's bound is updated and the branch is cut when one of them can no
+  longer end by ``T``: two producers placed too many hops apart for a consumer they share fail
+  at once, not when the consumer becomes ready.
+- **Symmetry.** With a zero budget every core starts a μop at 0, and a permutation of the
+  cores that keeps every hop count (the hypercube's 2^d·d!, a mesh's flips) maps schedules to
+  schedules: only the lexicographically least vector of μops at 0 is searched
+  (:func:`_first_layer_order`).
 - **Restarts.** Runs of at most :data:`FIRST_NODES` · n nodes, ×:data:`GROWTH` each time, the
   tails perturbed by ``1 + σ·N(0, 1)`` after the first run (:data:`SIGMA`; repeatable for a
   ``seed``), until a schedule is found, a run ends without one, the time or the node limit.
@@ -40,12 +47,15 @@ has reached ``T`` and closes). With
 a positive budget the search is a heuristic: μops only append to a core, and a core idles only
 until the next time another is free.
 
-Where it works (``python -m npusched.bench.delays exact``): the Davidović–Crainic graphs with
-known optimum (``npusched.bench.generate.known_optimum``) are built around a schedule without
-idle time, so their optimum has a zero budget. On dense graphs with up to 8 processors the
-first runs find it in under a second up to n = 500; on sparse ones (density 20 %), where the
-cores must be packed to exact sums, and on 12–16 processors, where the first μops' cores fix
-the hop distances of all that follows, the restarts mostly do not. ``lns`` runs it first.
+Where it works (``python -m npusched.bench.delays exact --methods dfbb``,
+``docs/results_delays.md``): the Davidović–Crainic graphs with known optimum
+(``npusched.bench.generate.known_optimum``) are built around a schedule without idle time, so
+their optimum has a zero budget. On dense graphs with up to 8 processors the first runs find it
+in under a second up to n = 500. On sparse ones (density 20 %) the cores must be packed to
+exact sums, which a chronological search learns only at the end; on 12–16 processors the μops
+at 0 must sit where the hop distances of all that follows fit, and given the hidden schedule's
+μops at 0 the search finds the rest in a few hundred nodes, but a wrong one is only refuted
+after thousands. There the restarts mostly fail. ``lns`` runs it first.
 """
 
 from __future__ import annotations
@@ -87,7 +97,7 @@ class _Limit(Exception):
 class DepthFirst:
     """The tables of one instance and one run's state (module docstring)."""
 
-    def __init__(self, instance: SchedulingInstance) -> None:
+    def __init__(self, instance: SchedulingInstance, symmetry: bool = True) -> None:
         g, acc = instance.graph, instance.accelerator
         self.n, self.m = instance.n, instance.m
         self.dur: list[list[int]] = instance.duration.tolist()
@@ -98,13 +108,14 @@ class DepthFirst:
         self.hops: list[list[int]] = (
             np.asarray(acc.hops()).tolist() if on else [[0] * self.m for _ in range(self.m)]
         )
-        self.succ: list[list[int]] = [[] for _ in range(self.n)]
-        self.pred: list[list[tuple[int, int, int]]] = [[] for _ in range(self.n)]
+        self.succ: list[list[tuple[int, int, int]]] = [[] for _ in range(self.n)]
+        self.sources: list[int] = (np.diff(g.pred_ptr) == 0).nonzero()[0].tolist()
         for s, d, a, b in zip(g.src.tolist(), g.dst.tolist(), per_hop.tolist(), fixed.tolist(),
                               strict=True):  # fmt: skip
-            self.succ[s].append(d)
-            self.pred[d].append((s, a, b))
+            self.succ[s].append((d, a, b))
+        self.indeg: list[int] = np.diff(g.pred_ptr).tolist()
         self.work = sum(self.dmin)
+        self.order = _first_layer_order(instance, on) if symmetry else [[] for _ in range(self.m)]
 
     def budget(self, target: int) -> int:
         """The idle budget ``m·T − Σ_i min_k d_ik`` of the module docstring."""
@@ -121,6 +132,33 @@ class DepthFirst:
         return run.search(), run.nodes
 
 
+def _first_layer_order(instance: SchedulingInstance, delays: bool) -> list[list[int]]:
+    """Symmetry breaking for the μops that start at 0, one per core when no core may idle:
+    per core ``k``, the cores ``a < k`` whose μop at 0 must have a lower index than ``k``'s.
+
+    A permutation ``g`` of the cores that keeps every hop count
+    (:meth:`~npusched.problem.scheduling.accelerator.Accelerator.symmetries`; every
+    permutation without delays) maps a schedule to one of the same makespan. Keep the one whose
+    vector ``v`` (``v[c]``: the μop that starts at 0 on ``c``) is lexicographically least
+    among its images ``v∘g`` (the lex-leader; Crawford et al., KR 1996). The entries of ``v``
+    are distinct, so ``v ≤ v∘g`` is decided at the first core ``a`` that ``g`` moves, and
+    ``g(a) > a`` (the cores before ``a`` are fixed): ``v[a] < v[g(a)]``. This needs identical
+    cores and latencies ≥ 1 (a zero-latency μop could share the start 0 with another)."""
+    m = instance.m
+    out: list[list[int]] = [[] for _ in range(m)]
+    if m < 2 or not instance.identical_cores or (instance.min_duration < 1).any():
+        return out
+    if delays:
+        for g in instance.accelerator.symmetries():
+            moved = np.flatnonzero(g != np.arange(m))
+            if moved.size and int(moved[0]) not in out[int(g[moved[0]])]:
+                out[int(g[moved[0]])].append(int(moved[0]))
+    else:  # every permutation: the μops at 0 ascend with the core
+        for c in range(1, m):
+            out[c].append(c - 1)
+    return out
+
+
 class _Run:
     """One run: the partial schedule, undone step by step on backtracking."""
 
@@ -132,22 +170,16 @@ class _Run:
         self.free = [0] * m
         self.core = [-1] * n
         self.start = [0] * n
-        self.indeg = [len(p) for p in tab.pred]
-        self.arr: list[list[int]] = [[0] * m if not tab.pred[i] else [] for i in range(n)]
-        self.ready = {i for i in range(n) if not tab.pred[i]}
+        self.indeg = list(tab.indeg)
+        # A(j, q) from the producers placed so far (empty: none yet); complete once j is ready
+        self.arr: list[list[int]] = [[] for _ in range(n)]
+        for i in tab.sources:
+            self.arr[i] = [0] * m
+        self.ready = set(tab.sources)
+        # the μop at 0 on each core, kept in lex-leader order when no core may idle
+        self.first = [-1] * m
+        self.ordered = tab.budget(target) == 0 and any(tab.order)
         self.nodes = 0
-
-    def _arrivals(self, j: int) -> list[int]:
-        """``A(j, q)`` on every core ``q``: the last datum's arrival."""
-        m, hops, a = self.tab.m, self.tab.hops, [0] * self.tab.m
-        for i, per_hop, fixed in self.tab.pred[j]:
-            ci, ei = self.core[i], self.start[i] + self.tab.dur[i][self.core[i]]
-            row = hops[ci]
-            for q in range(m):
-                v = ei if q == ci else ei + row[q] * per_hop + fixed
-                if v > a[q]:
-                    a[q] = v
-        return a
 
     def _options(self, budget: int) -> tuple[int, int, list[tuple[int, float, int, int]]]:
         """The branches at this node: core ``k``, its free time ``t``, and ``(idle, −key, μop,
@@ -159,7 +191,12 @@ class _Run:
         out: list[tuple[int, float, int, int]] = []
         if t >= CLOSED:
             return k, t, out
+        lo = -1
+        if t == 0 and self.ordered and self.first[k] < 0:
+            lo = max((self.first[a] for a in tab.order[k]), default=-1)
         for j in self.ready:
+            if j <= lo:
+                continue
             s = max(t, self.arr[j][k])
             d = tab.dur[j][k]
             idle = s - t + d - tab.dmin[j]
@@ -173,33 +210,49 @@ class _Run:
             out.append((self.T - t, 0.0, -1, CLOSED))
         return k, t, out
 
-    def _place(self, j: int, k: int, s: int) -> tuple[list[int], bool]:
-        """Put ``j`` on ``k`` at ``s``; the μops it made ready and whether they can all still
-        end by the target."""
-        tab = self.tab
+    def _place(self, j: int, k: int, s: int) -> tuple[list[int], list[list[int]], bool]:
+        """Put ``j`` on ``k`` at ``s`` and forward its data to every consumer's ``A(c, q)``;
+        the μops it made ready, the consumers' arrivals before, and whether every consumer
+        can still end by the target (forward checking: ``c`` starts no earlier than
+        ``min_q max(free(q), A(c, q))`` over the producers placed so far)."""
+        tab, m, free = self.tab, self.tab.m, self.free
         self.ready.discard(j)
         self.core[j], self.start[j] = k, s
-        self.free[k] = s + tab.dur[j][k]
+        if s == 0 and self.first[k] < 0:
+            self.first[k] = j
+        end = free[k] = s + tab.dur[j][k]
+        row = tab.hops[k]
         newly: list[int] = []
+        saved: list[list[int]] = []
         ok = True
-        for c in tab.succ[j]:
+        for c, per_hop, fixed in tab.succ[j]:
+            old = self.arr[c]
+            a = old[:] if old else [0] * m
+            for q in range(m):
+                v = end if q == k else end + row[q] * per_hop + fixed
+                if v > a[q]:
+                    a[q] = v
+            self.arr[c] = a
+            saved.append(old)
             self.indeg[c] -= 1
             if self.indeg[c] == 0:
-                a = self._arrivals(c)
-                self.arr[c] = a
                 newly.append(c)
                 self.ready.add(c)
-                est = min(max(f, x) for f, x in zip(self.free, a, strict=True))
-                ok = ok and est + tab.tail[c] <= self.T
-        return newly, ok
+            if ok:
+                est = min(f if f > x else x for f, x in zip(free, a, strict=True))
+                ok = est + tab.tail[c] <= self.T
+        return newly, saved, ok
 
-    def _unplace(self, j: int, k: int, t: int, newly: list[int]) -> None:
+    def _unplace(self, j: int, k: int, t: int, newly: list[int], saved: list[list[int]]) -> None:
         for c in newly:
             self.ready.discard(c)
-        for c in self.tab.succ[j]:
+        for (c, _, _), old in zip(self.tab.succ[j], saved, strict=True):
             self.indeg[c] += 1
+            self.arr[c] = old
         self.free[k] = t
         self.core[j] = -1
+        if self.first[k] == j:
+            self.first[k] = -1
         self.ready.add(j)
 
     def search(self) -> Schedule | None:
@@ -210,9 +263,9 @@ class _Run:
             node = stack[-1]
             k, t = node.k, node.t
             if node.applied is not None:  # undo the branch tried last
-                j, newly = node.applied
+                j, newly, saved = node.applied
                 if j >= 0:
-                    self._unplace(j, k, t, newly)
+                    self._unplace(j, k, t, newly, saved)
                     done -= 1
                 else:
                     self.free[k] = t
@@ -229,11 +282,11 @@ class _Run:
                 raise _Limit
             if j < 0:
                 self.free[k] = s
-                newly, ok = [], True
+                newly, saved, ok = [], [], True
             else:
-                newly, ok = self._place(j, k, s)
+                newly, saved, ok = self._place(j, k, s)
                 done += 1
-            node.applied = (j, newly)
+            node.applied = (j, newly, saved)
             if done == n:
                 return Schedule(np.array(self.start, dtype=np.int64),
                                 np.array(self.core, dtype=np.int64))  # fmt: skip
@@ -246,15 +299,15 @@ class _Run:
 @dataclass(slots=True)
 class _Node:
     """A node of the search: core ``k`` free at ``t``, its branches, the next one to try, the
-    branch applied (its μop, ``−1`` for idling, and the μops it made ready) and the idle
-    budget left at the node."""
+    branch applied (its μop, ``−1`` for idling, the μops it made ready and its consumers'
+    arrivals before) and the idle budget left at the node."""
 
     k: int
     t: int
     opts: list[tuple[int, float, int, int]]
     budget: int
     next: int = 0
-    applied: tuple[int, list[int]] | None = None
+    applied: tuple[int, list[int], list[list[int]]] | None = None
 
 
 def depth_first_schedule(
@@ -265,11 +318,13 @@ def depth_first_schedule(
     max_nodes: int | None = None,
     seed: int = 0,
     sigma: float = SIGMA,
+    symmetry: bool = True,
 ) -> Outcome:
     """The restarted search of the module docstring for makespan ≤ ``target`` (default: the
     instance's lower bound), within ``time_limit`` seconds and ``max_nodes`` nodes in all
-    (``None``: no limit; at least one is needed). Repeatable for a ``seed`` and node limit
-    (the time limit can cut it short).
+    (``None``: no limit; at least one is needed), with the symmetry breaking of
+    :func:`_first_layer_order` unless ``symmetry`` is off. Repeatable for a ``seed`` and node
+    limit (the time limit can cut it short).
 
     Raises
     ------
@@ -281,7 +336,7 @@ def depth_first_schedule(
     target = instance.lower_bound() if target is None else target
     if target < 0:
         raise ValueError(f"the target makespan must be >= 0, got {target}")
-    tab = DepthFirst(instance)
+    tab = DepthFirst(instance, symmetry)
     if tab.n == 0:
         return Outcome(Schedule(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)), 0, 0,
                        False)  # fmt: skip
