@@ -5,10 +5,11 @@ memories: :class:`~npusched.formulations.scheduling.routed.RoutedModel`) — for
 model is too large to solve whole.
 
 From the best list schedule (or a given warm start) — on a scheduling instance with a time limit
-first a depth-first search for a schedule at the lower bound, ``dfbb``, for a share ``fill`` of
-the limit (:mod:`npusched.heuristics.scheduling.depth_first`: on task graphs built around a
-schedule without idle time it finds the optimum in under a second where the graph is dense and
-the cores few, and then nothing else runs), then annealed over its core assignment by
+first, where the lower bound leaves no idle time (``m·LB`` = the work), a depth-first search for
+a schedule at the bound, ``dfbb``, for a share ``fill`` of the limit
+(:mod:`npusched.heuristics.scheduling.depth_first`: on task graphs built around a schedule
+without idle time it finds the optimum in about a second where the graph is dense and the cores
+up to 9, and then nothing else runs), then annealed over its core assignment by
 ``reassign`` for a share ``reassign`` of the rest
 (:mod:`npusched.heuristics.scheduling.reassign`: the CP-SAT rounds below keep most μops on their
 cores, and on graphs with heavy transfers the cores are what the lists choose badly) — each
@@ -76,7 +77,8 @@ class LnsParams:
     ``reassign`` spends on the warm start's core assignment first (``reassign``; with a time
     limit, on the scheduling instances ``reassign`` applies to: two or more cores), the share
     that ``dfbb`` spends before it looking for a schedule at the lower bound (``fill``; with a
-    time limit, on scheduling instances), and ``progress`` (a line on stderr)."""
+    time limit, on scheduling instances whose bound leaves no idle time), and ``progress`` (a
+    line on stderr)."""
 
     window: int = 30
     step: float = 2.0
@@ -212,6 +214,15 @@ def _applies(problem: Any) -> str | None:
     return None
 
 
+def _zero_idle_bound(problem: Any) -> bool:
+    """Whether the lower bound is the load bound with no idle time to spare (``m·LB`` equals
+    the total fastest work), where ``dfbb``'s search is complete and a schedule without idle
+    time is optimal."""
+    if not isinstance(problem, SchedulingInstance):
+        return False
+    return problem.m * problem.lower_bound() == int(problem.min_duration.sum())
+
+
 def _warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
     """The given warm start, checked, or the best of the list heuristics that apply."""
     from npusched.methods.registry import solve
@@ -227,7 +238,7 @@ def _warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
     else:
         warm = best_list_schedule(problem)
     left = ctx.remaining()
-    if params.fill > 0 and left is not None and isinstance(problem, SchedulingInstance):
+    if params.fill > 0 and left is not None and _zero_idle_bound(problem):
         res = solve(problem, "dfbb", time_limit=params.fill * left, seed=ctx.seed,
                     warm_start=warm)  # fmt: skip
         if isinstance(res.solution, Schedule) and check(problem, res.solution).ok:

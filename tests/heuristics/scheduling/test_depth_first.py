@@ -87,7 +87,12 @@ def test_it_is_repeatable_and_checks_its_limits():
 def test_lns_runs_it_first_and_stops_at_the_optimum():
     """``lns`` spends its ``fill`` share on the search: on a dense graph on four processors
     it returns the known optimum, reported optimal, without a CP-SAT round."""
+    from npusched.bench.generate import layered_dag
+    from npusched.methods.lns import _zero_idle_bound
+
     inst, _ = known_optimum(150, 60, 4, seed=3)
+    assert _zero_idle_bound(inst)  # only there does lns run it: a complete search
+    assert not _zero_idle_bound(layered_dag(4, 3, (2, 2), seed=1))  # work 55, m·LB 108
     res = solve(inst, "lns", time_limit=20, threads=1, seed=0)
     assert res.status is Status.OPTIMAL and res.objective == inst.reference.optimum
     assert verify(inst, res.solution).ok and res.stats["neighbourhoods"] == 0
