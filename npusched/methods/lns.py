@@ -122,8 +122,10 @@ def _answer(instance: Any, params: LnsParams, ctx: Context) -> Result:
     lb = instance.lower_bound()
     kinds = ["time"] if isinstance(instance, RoutedInstance) else params.kinds.split(",")
     size, rounds, improved, n = min(params.window, instance.n), 0, 0, instance.n
-    t0 = time.perf_counter()
-    trace = [TracePoint(0.0, best.makespan(instance), lb)]  # the warm start
+    t0 = time.perf_counter() if ctx.started is None else ctx.started
+    trace = list(ctx.history)  # the steps before the rounds, then the warm start they made
+    if not trace or trace[-1].incumbent != best.makespan(instance):
+        trace.append(TracePoint(time.perf_counter() - t0, best.makespan(instance), lb))
     bar = tqdm(total=None, disable=not params.progress, desc="lns", unit="nbhd", leave=False)
     overhead = 0.0  # the most seconds a round took beyond its solver's limit (building, loading)
     try:
@@ -237,12 +239,13 @@ def _warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
         warm = routed_warm_start(problem, params.priority)
     else:
         warm = best_list_schedule(problem)
+    history = [_point(problem, warm, ctx)]
     left = ctx.remaining()
     if params.fill > 0 and left is not None and _zero_idle_bound(problem):
         res = solve(problem, "dfbb", time_limit=params.fill * left, seed=ctx.seed,
                     warm_start=warm)  # fmt: skip
         if isinstance(res.solution, Schedule) and check(problem, res.solution).ok:
-            warm = res.solution
+            warm = _better(problem, warm, res.solution, history, ctx)
         left = ctx.remaining()
     if (
         params.reassign > 0
@@ -253,8 +256,25 @@ def _warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
         res = solve(problem, "reassign", time_limit=params.reassign * left, seed=ctx.seed,
                     warm_start=warm)  # fmt: skip
         if isinstance(res.solution, Schedule) and check(problem, res.solution).ok:
-            warm = res.solution
-    return dataclasses.replace(ctx, warm_start=warm)
+            warm = _better(problem, warm, res.solution, history, ctx)
+    return dataclasses.replace(ctx, warm_start=warm, history=tuple(history))
+
+
+def _better(
+    problem: Any, warm: Any, cand: Schedule, history: list[TracePoint], ctx: Context
+) -> Any:
+    """``cand`` when it is shorter than ``warm`` (its point added to ``history``), else
+    ``warm``."""
+    if cand.makespan(problem) >= warm.makespan(problem):
+        return warm
+    history.append(_point(problem, cand, ctx))
+    return cand
+
+
+def _point(problem: Any, sched: Any, ctx: Context) -> TracePoint:
+    """An anytime point of ``sched`` now, its time from the call's start."""
+    t0 = time.perf_counter() if ctx.started is None else ctx.started
+    return TracePoint(time.perf_counter() - t0, sched.makespan(problem), problem.lower_bound())
 
 
 register(

@@ -42,6 +42,11 @@ class Context:
         Print the solver's log.
     deadline
         ``time.perf_counter()`` value at which the time limit runs out.
+    started
+        ``time.perf_counter()`` value at the start of the call (``None``: not known).
+    history
+        Anytime points found while preparing the warm start (``prepare``: the steps a method
+        runs before its own search), their times in seconds from ``started``.
     """
 
     time_limit: float | None = None
@@ -50,6 +55,8 @@ class Context:
     warm_start: Any = None
     log: bool = False
     deadline: float | None = None
+    started: float | None = None
+    history: tuple[TracePoint, ...] = ()
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline (at least 0.01), or ``None`` without a limit."""
@@ -294,7 +301,7 @@ def solve(
     meth, backend = _resolve(problem, method, backend)
     prm = meth.make_params(params, **options)
     deadline = None if time_limit is None else t0 + time_limit
-    ctx = Context(time_limit, threads, seed, warm_start, log, deadline)
+    ctx = Context(time_limit, threads, seed, warm_start, log, deadline, t0)
     if meth.prepare is not None:
         ctx = meth.prepare(problem, prm, ctx)
     result = meth.run(problem, backend, prm, ctx)

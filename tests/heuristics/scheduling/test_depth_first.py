@@ -86,9 +86,11 @@ def test_it_is_repeatable_and_checks_its_limits():
 
 def test_lns_runs_it_first_and_stops_at_the_optimum():
     """``lns`` spends its ``fill`` share on the search: on a dense graph on four processors
-    it returns the known optimum, reported optimal, without a CP-SAT round."""
+    it returns the known optimum, reported optimal, without a CP-SAT round; its anytime trace
+    holds the list schedule, then the search's, timed from the call's start."""
     from npusched.bench.generate import layered_dag
     from npusched.methods.lns import _zero_idle_bound
+    from npusched.methods.reassign import best_list_schedule
 
     inst, _ = known_optimum(150, 60, 4, seed=3)
     assert _zero_idle_bound(inst)  # only there does lns run it: a complete search
@@ -96,6 +98,9 @@ def test_lns_runs_it_first_and_stops_at_the_optimum():
     res = solve(inst, "lns", time_limit=20, threads=1, seed=0)
     assert res.status is Status.OPTIMAL and res.objective == inst.reference.optimum
     assert verify(inst, res.solution).ok and res.stats["neighbourhoods"] == 0
+    lists = best_list_schedule(inst).makespan(inst)
+    assert [p.incumbent for p in res.trace] == [lists, res.objective]  # the list, then dfbb's
+    assert 0 <= res.trace[0].time <= res.trace[1].time <= res.runtime_s
     with pytest.raises(ValueError, match="fill"):
         solve(inst, "lns", fill=1.0)
 
