@@ -127,7 +127,7 @@ class DepthFirst:
         """One depth-first run for makespan ≤ ``target``, candidates ordered by ``key`` (larger
         first, after least idle); the schedule (``None``: none exists in the searched space)
         and the nodes visited. Raises :class:`_Limit` at ``node_limit`` nodes or at the
-        ``deadline`` (a :func:`time.perf_counter` reading)."""
+        ``deadline`` (a ``time.perf_counter()`` reading)."""
         run = _Run(self, target, key, node_limit, deadline)
         return run.search(), run.nodes
 
