@@ -42,6 +42,7 @@ resource neighbourhoods, the order kept outside them).
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -240,23 +241,19 @@ def _warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
     else:
         warm = best_list_schedule(problem)
     history = [_point(problem, warm, ctx)]
-    left = ctx.remaining()
-    if params.fill > 0 and left is not None and _zero_idle_bound(problem):
-        res = solve(problem, "dfbb", time_limit=params.fill * left, seed=ctx.seed,
-                    warm_start=warm)  # fmt: skip
-        if isinstance(res.solution, Schedule) and check(problem, res.solution).ok:
-            warm = _better(problem, warm, res.solution, history, ctx)
+    _say(params, "list", history[-1])
+    steps = (("dfbb", params.fill, _zero_idle_bound), ("reassign", params.reassign,
+             lambda p: "reassign" in applicable(p)))  # fmt: skip
+    for name, share, applies in steps:
         left = ctx.remaining()
-    if (
-        params.reassign > 0
-        and left is not None
-        and "reassign" in applicable(problem)
-        and warm.makespan(problem) > problem.lower_bound()
-    ):
-        res = solve(problem, "reassign", time_limit=params.reassign * left, seed=ctx.seed,
-                    warm_start=warm)  # fmt: skip
+        if share <= 0 or left is None or warm.makespan(problem) <= problem.lower_bound():
+            continue
+        if not applies(problem):
+            continue
+        res = solve(problem, name, time_limit=share * left, seed=ctx.seed, warm_start=warm)
         if isinstance(res.solution, Schedule) and check(problem, res.solution).ok:
             warm = _better(problem, warm, res.solution, history, ctx)
+        _say(params, name, _point(problem, warm, ctx))
     return dataclasses.replace(ctx, warm_start=warm, history=tuple(history))
 
 
@@ -269,6 +266,13 @@ def _better(
         return warm
     history.append(_point(problem, cand, ctx))
     return cand
+
+
+def _say(params: LnsParams, step: str, point: TracePoint) -> None:
+    """With ``progress``, a line on stderr after each step before the rounds."""
+    if params.progress:
+        print(f"lns: {step} {point.incumbent} (bound {point.bound}, {point.time:.1f} s)",
+              file=sys.stderr)  # fmt: skip
 
 
 def _point(problem: Any, sched: Any, ctx: Context) -> TracePoint:

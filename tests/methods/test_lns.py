@@ -218,3 +218,17 @@ def test_lns_on_one_core_with_delays_skips_reassign():
                                                            link_bandwidth=4.0))  # fmt: skip
     res = solve(inst, "lns", time_limit=3, threads=1)
     assert check(inst, res.solution).ok and res.objective == 9
+
+
+def test_lns_says_each_step_before_the_rounds(capsys):
+    """With ``progress``, a line per step on stderr: the list schedule's makespan, then
+    ``dfbb``'s (at the optimum of this dense four-processor graph, so no more steps)."""
+    from npusched.bench.generate import known_optimum
+
+    inst, _ = known_optimum(60, 60, 4, seed=0)
+    res = solve(inst, "lns", time_limit=10, threads=1, progress=True)
+    err = capsys.readouterr().err
+    assert res.objective == inst.reference.optimum and check(inst, res.solution).ok
+    lines = [x for x in err.splitlines() if x.startswith("lns: ")]
+    assert [x.split()[1] for x in lines] == ["list", "dfbb"]
+    assert lines[1].split()[2] == str(inst.reference.optimum)
