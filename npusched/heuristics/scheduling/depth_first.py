@@ -65,6 +65,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from npusched.heuristics.scheduling.reassign import delay_lists
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.schedule import Schedule
 
@@ -103,18 +104,11 @@ class DepthFirst:
         self.dur: list[list[int]] = instance.duration.tolist()
         self.dmin: list[int] = instance.min_duration.tolist()
         self.tail: list[int] = g.tails(instance.min_duration).tolist()
-        per_hop, fixed = acc.delay_terms(g.bytes)
-        on = acc.has_comm_delays and self.m > 1
-        self.hops: list[list[int]] = (
-            np.asarray(acc.hops()).tolist() if on else [[0] * self.m for _ in range(self.m)]
-        )
-        self.succ: list[list[tuple[int, int, int]]] = [[] for _ in range(self.n)]
+        self.hops, self.succ = delay_lists(instance)
         self.sources: list[int] = (np.diff(g.pred_ptr) == 0).nonzero()[0].tolist()
-        for s, d, a, b in zip(g.src.tolist(), g.dst.tolist(), per_hop.tolist(), fixed.tolist(),
-                              strict=True):  # fmt: skip
-            self.succ[s].append((d, a, b))
         self.indeg: list[int] = np.diff(g.pred_ptr).tolist()
         self.work = sum(self.dmin)
+        on = acc.has_comm_delays and self.m > 1
         self.order = _first_layer_order(instance, on) if symmetry else [[] for _ in range(self.m)]
 
     def budget(self, target: int) -> int:

@@ -63,27 +63,36 @@ T_END = 0.00005
 """Final temperature, reached at the time limit."""
 
 
+def delay_lists(
+    instance: SchedulingInstance,
+) -> tuple[list[list[int]], list[list[tuple[int, int, int]]]]:
+    """The hops between every two cores (zeros without transfer delays) and each μop's
+    consumers with their edge's delay terms ``(consumer, per_hop, fixed)``: a transfer of
+    ``h > 0`` hops takes ``h · per_hop + fixed`` (:meth:`Accelerator.delay_terms
+    <npusched.problem.scheduling.accelerator.Accelerator.delay_terms>`, the linear form
+    ``comm_delay`` evaluates). Python lists, for the searches that read them edge by edge."""
+    g, acc, m = instance.graph, instance.accelerator, instance.m
+    per_hop, fixed = acc.delay_terms(g.bytes)
+    on = acc.has_comm_delays and m > 1
+    hops: list[list[int]] = np.asarray(acc.hops()).tolist() if on else [[0] * m] * m
+    by_src = np.argsort(g.src, kind="stable")
+    dst, ph, fx = g.dst[by_src].tolist(), per_hop[by_src].tolist(), fixed[by_src].tolist()
+    ptr = g.succ_ptr.tolist()
+    succ = [list(zip(dst[a:b], ph[a:b], fx[a:b], strict=True))
+            for a, b in zip(ptr[:-1], ptr[1:], strict=True)]  # fmt: skip
+    return hops, succ
+
+
 class Decoder:
     """The list decoder of the module docstring for one instance: its tables are built once and
     every :meth:`decode` reads them."""
 
     def __init__(self, instance: SchedulingInstance) -> None:
-        g, acc = instance.graph, instance.accelerator
+        g = instance.graph
         self.n, self.m = instance.n, instance.m
         self.dur: list[list[int]] = instance.duration.tolist()
         self.level: list[float] = static_level(instance).tolist()
-        per_hop, fixed = acc.delay_terms(g.bytes)
-        on = acc.has_comm_delays and self.m > 1
-        self.hops: list[list[int]] = (
-            np.asarray(acc.hops()).tolist() if on else [[0] * self.m for _ in range(self.m)]
-        )
-        # successors of each μop with each edge's delay terms: a transfer of h > 0 hops takes
-        # h · per_hop + fixed (Accelerator.delay_terms, the linear form comm_delay evaluates)
-        by_src = np.argsort(g.src, kind="stable")
-        dst, ph, fx = g.dst[by_src].tolist(), per_hop[by_src].tolist(), fixed[by_src].tolist()
-        ptr = g.succ_ptr.tolist()
-        self.succ = [list(zip(dst[a:b], ph[a:b], fx[a:b], strict=True))
-                     for a, b in zip(ptr[:-1], ptr[1:], strict=True)]  # fmt: skip
+        self.hops, self.succ = delay_lists(instance)
         self.indeg: list[int] = np.diff(g.pred_ptr).tolist()
 
     def decode(self, core: list[int]) -> tuple[list[int], list[int], list[int]]:
