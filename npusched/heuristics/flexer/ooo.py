@@ -420,33 +420,86 @@ def score_set(engine: Engine, ops: Sequence[int], used: int | None = None) -> Se
     )
 
 
+def _window_state(e: Engine, window: Sequence[int]) -> tuple[list[list[int]], list[list[int]]]:
+    """Per data type (IN, WT, OT), the tile of each operation of ``window`` and its state: 0
+    on chip, 1 to be loaded, 2 a new output (the operation starts its chain)."""
+    ids = [[e.opd[o][t] for o in window] for t in (IN, WT, OT)]
+    state = [
+        [0 if d in e.res else (2 if t == OT and e.first[o] else 1)
+         for o, d in zip(window, row, strict=True)]
+        for t, row in zip((IN, WT, OT), ids, strict=True)
+    ]  # fmt: skip
+    return ids, state
+
+
+_MAPS: dict[tuple[object, ...], IntArray] = {}
+""":func:`dataflow_maps` by its window's pattern (the tiles' sharing and states): a window's
+maps depend only on which of its operations share a tile and on the tiles' states."""
+
+
 def dataflow_maps(engine: Engine, window: Sequence[int], combos: IntArray) -> IntArray:
     """Indices of ``combos`` (rows of positions in ``window``) with distinct dataflow maps
     (§4.2, Fig. 7c), the first of each in order.
 
     Per data type, the map lists for reused and for new tiles how many operations of the set
     share each tile; a row key is, per type, the sorted ``share count + 16 · state`` of the
-    set's operations (``state``: 0 on chip, 1 loaded, 2 a new output).
+    set's operations (``state``: 0 on chip, 1 loaded, 2 a new output). The answer depends on
+    the window only through which positions share a tile and their states, so it is kept by
+    that pattern (:data:`_MAPS`): windows of a regular tiling repeat a few patterns.
     """
-    e = engine
+    ids, state = _window_state(engine, window)
+    pattern = tuple(tuple(map({d: i for i, d in enumerate(row)}.__getitem__, row)) for row in ids)
+    key = (combos.shape, pattern, tuple(map(tuple, state)))
+    hit = _MAPS.get(key)
+    if hit is not None:
+        return hit
     cols = []
-    for t in (IN, WT, OT):
-        ids = np.array([e.opd[o][t] for o in window], np.int64)
-        state = np.array(
-            [
-                0 if d in e.res else (2 if t == OT and e.first[o] else 1)
-                for o, d in zip(window, ids, strict=True)
-            ],
-            np.int64,
-        )
-        sel = ids[combos]
+    for row, st in zip(ids, state, strict=True):
+        sel = np.array(row, np.int64)[combos]
         share = (sel[:, :, None] == sel[:, None, :]).sum(2)
-        cols.append(np.sort(share + 16 * state[combos], axis=1))
+        cols.append(np.sort(share + 16 * np.array(st, np.int64)[combos], axis=1))
     keys = np.concatenate(cols, axis=1)
     order = np.lexsort(keys.T[::-1])  # stable: equal rows keep their order
     ranked = keys[order]
     first = np.r_[True, (ranked[1:] != ranked[:-1]).any(axis=1)]
-    return np.sort(order[first])
+    if len(_MAPS) > 100_000:
+        _MAPS.clear()
+    _MAPS[key] = out = np.sort(order[first])
+    return out
+
+
+def unspilled_keys(
+    e: Engine, window: Sequence[int], sets: IntArray, priority: str, used: int
+) -> list[list[float]]:
+    """:func:`unspilled_score`'s :meth:`SetScore.key` of every set of ``sets`` (rows of
+    positions in ``window``), as columns (the key's first term first), computed for all rows
+    at once: the same numbers as ``unspilled_score(e, ops, used).key(priority)`` row by row.
+
+    Reused bytes count every operand on chip once per operation that reads it; a new tile
+    counts once per set (its first position in the row), a new output tile is not loaded.
+    """
+    ids, state = _window_state(e, window)
+    d = np.array(ids, np.int64)[:, sets]  # (type, set, position)
+    st = np.array(state, np.int64)[:, sets]
+    size = np.array([[e.size[x] for x in row] for row in ids], np.int64)[:, sets]
+    cyc = np.array([[e.cycles[x] for x in row] for row in ids], np.int64)[:, sets]
+    k = sets.shape[1]
+    earlier = np.tri(k, k, -1, dtype=bool).T  # [i, j]: i before j
+    repeat = ((d[..., :, None] == d[..., None, :]) & earlier).any(-2)
+    fresh = ~repeat & (st > 0)
+    load = fresh & (st == 1)
+    reused = (size * (st == 0)).sum((0, 2))
+    new = (size * fresh).sum((0, 2))
+    default = [
+        (0.0 - reused).tolist(),
+        (-((used + new) / e.capacity)).tolist(),
+        (cyc * load).sum((0, 2)).tolist(),
+    ]
+    if priority == "default":
+        return default
+    if priority == "min-transfer":
+        return [(size * load).sum((0, 2)).tolist(), *default]
+    return [[0] * len(sets), *default]
 
 
 def ranked_sets(e: Engine, cand: list[int], k: int, priority: str, top: int = 1) -> list[list[int]]:
@@ -455,26 +508,27 @@ def ranked_sets(e: Engine, cand: list[int], k: int, priority: str, top: int = 1)
     ``k`` fits next to each other in the buffer, sets of ``k − 1``, and so on.
 
     Sets rank by ``(key, dataflow order)``, so the first is the greedy's choice. They are
-    dry-run in order of :func:`unspilled_score` (a lower bound on their key) and the loop stops
-    once that bound exceeds the ``top``-th best key found, so sets that spill nothing usually
-    end the search."""
+    dry-run in order of :func:`unspilled_score` (a lower bound on their key; for all sets at
+    once by :func:`unspilled_keys`) and the loop stops once that bound exceeds the ``top``-th
+    best key found, so sets that spill nothing usually end the search."""
     assert isinstance(e.mem, Buffer)
     used = e.mem.used()
     for size in range(k, 0, -1):
         combos = _combinations(len(cand), size)
-        rows = dataflow_maps(e, cand, combos) if len(cand) > size else [0]
-        sets = [[cand[j] for j in combos[i]] for i in rows]
-        bounds = sorted((unspilled_score(e, s, used).key(priority), i) for i, s in enumerate(sets))
+        rows = dataflow_maps(e, cand, combos) if len(cand) > size else np.zeros(1, np.int64)
+        cols = unspilled_keys(e, cand, combos[rows], priority, used)
+        order = np.lexsort(np.array([np.arange(len(rows)), *cols[::-1]])).tolist()
         found: list[tuple[tuple[float, ...], int]] = []
-        for bound in bounds:
+        for i in order:
+            bound = (tuple(c[i] for c in cols), i)
             if len(found) >= top and bound > found[top - 1]:
                 break
-            sc = score_set(e, sets[bound[1]], used)
+            sc = score_set(e, [cand[j] for j in combos[rows[i]]], used)
             if sc is not None:
-                found.append((sc.key(priority), bound[1]))
+                found.append((sc.key(priority), i))
                 found.sort()
         if found:
-            return [sets[i] for _, i in found[:top]]
+            return [[cand[j] for j in combos[rows[i]]] for _, i in found[:top]]
     raise NoFit(f"{e.p.name}: one operation does not fit in {e.capacity} bytes")
 
 

@@ -64,19 +64,31 @@ def _runs(
     """For each start, the shortest run ``[start, end]`` of movable segments with
     ``Σ size ≥ required`` (Algorithm 2, lines 9–16; the ``break`` at line 34 ends a start's run
     once it is large enough, since a longer run only adds fragmentation), with its
-    :func:`run_key` from sums kept along the way."""
+    :func:`run_key` from sums kept along the way. Two pointers: a later start's shortest run
+    ends no earlier, so each segment enters and leaves the sums once (linear in segments)."""
     n = len(sizes)
+    if required <= 0:  # any one movable segment
+        for i in range(n):
+            if movable[i]:
+                yield i, i, run_key(sizes[i], sizes[i] * uses[i], int(live[i]), required)
+        return
+    end = total = disadv = blocks = 0  # the sums over [start, end)
     for start in range(n):
-        total = disadv = blocks = 0
-        for end in range(start, n):
-            if not movable[end]:
-                break
+        if end < start:
+            end, total, disadv, blocks = start, 0, 0, 0
+        while total < required and end < n and movable[end]:
             total += sizes[end]
             disadv += sizes[end] * uses[end]
             blocks += live[end]
-            if total >= required:
-                yield start, end, run_key(total, disadv, blocks, required)
-                break
+            end += 1
+        if total >= required and end > start:
+            yield start, end - 1, run_key(total, disadv, blocks, required)
+        if end > start:  # start leaves the window
+            total -= sizes[start]
+            disadv -= sizes[start] * uses[start]
+            blocks -= live[start]
+        else:  # start is not movable: the next run begins after it
+            end = start + 1
 
 
 def flexer_victims(

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npusched.heuristics.flexer.memory import FREE, Buffer
+from npusched.heuristics.flexer.spill import _runs, run_key
 
 
 def buffer_of(segs: list[list[int]], now: int) -> Buffer:
@@ -68,3 +69,36 @@ def test_in_place_then_best_fit_among_spans_free_alike():
     # nothing free by now: the span usable earliest
     later = [[40, FREE, 9], [5, 0, 0], [30, FREE, 7]]
     assert buffer_of(later, now=0)._fit(20) == (2, 3)
+
+
+def _runs_by_definition(sizes, uses, movable, live, required):
+    """Algorithm 2's runs as the paper loops over them: from each start, movable segments
+    until their sizes reach ``required``."""
+    for start in range(len(sizes)):
+        total = disadv = blocks = 0
+        for end in range(start, len(sizes)):
+            if not movable[end]:
+                break
+            total += sizes[end]
+            disadv += sizes[end] * uses[end]
+            blocks += live[end]
+            if total >= required:
+                yield start, end, run_key(total, disadv, blocks, required)
+                break
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    segs=st.lists(
+        st.tuples(st.sampled_from([0, 1, 2, 3, 5, 8]), st.integers(0, 3), st.booleans(),
+                  st.booleans()),
+        max_size=12,
+    ),
+    required=st.integers(-1, 16),
+)  # fmt: skip
+def test_spill_runs_two_pointers_equal_the_definition(segs, required):
+    """The two-pointer scan of spill runs yields exactly the runs of Algorithm 2's nested
+    loops, with the same keys, in the same order."""
+    sizes, uses, movable, live = (list(c) for c in zip(*segs, strict=True)) if segs else ([],) * 4
+    got = list(_runs(sizes, uses, movable, live, required))
+    assert got == list(_runs_by_definition(sizes, uses, movable, live, required))
