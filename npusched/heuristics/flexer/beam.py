@@ -38,6 +38,10 @@ from npusched.heuristics.flexer.ooo import (
 )
 from npusched.problem.flexer.layer import FlexerSchedule, TiledConv
 
+PRESCREEN = 2
+"""Of a step's ``width²`` children, the ``PRESCREEN · width`` best by the metric known right
+after their set (and the greedy's child) are looked ahead; the look-ahead is the beam's cost."""
+
 
 @dataclass
 class _Branch:
@@ -131,11 +135,19 @@ def beam_schedule(
                 try:  # a set whose operands do not fit ends its branch, not the search
                     issue(c, ops)
                     c.e.check(stop_above, deadline)
-                    kids.append((score(c), not c.greedy, len(kids), c))
+                    kids.append((known_metric(c.e, metric, floor), not c.greedy, len(kids), c))
                 except Pruned:
                     pruned = True
                 except NoFit:
                     continue
+        kids.sort(key=lambda k: k[:3])
+        ahead = kids[: PRESCREEN * width] + [k for k in kids[PRESCREEN * width :] if k[3].greedy]
+        kids = []
+        for k in ahead:
+            try:
+                kids.append((score(k[3]), *k[1:]))
+            except NoFit:
+                continue
         kids.sort(key=lambda k: k[:3])
         keep = kids[:width]
         greedy = next((k for k in kids if k[3].greedy), None)

@@ -38,7 +38,7 @@ import functools
 import itertools
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from npusched.arch.model import Arch
@@ -215,6 +215,26 @@ def run(
     )
 
 
+def distinct_dataflows(p: TiledConv, dataflows: Sequence[str]) -> list[str]:
+    """The first of each class of ``dataflows`` that schedule ``p`` alike. A schedule depends
+    on its loop order only through the order of the dimensions with more than one tile (a
+    loop of one iteration does not change the order operations come in: ``"K,OY,OX,C"`` and
+    ``"OY,K,OX,C"`` are one order when ``K`` has one tile), and a static schedule also on its
+    stationarity; the search skips the rest, which would only repeat a schedule (about half
+    of the static searches' schedules on ResNet-50, ``docs/results_flexer.md``)."""
+    counts = dict(zip(DIMS, p.counts, strict=True))
+    seen: set[tuple[tuple[str, ...], str]] = set()
+    out = []
+    for df in dataflows:
+        order, _, stationary = df.partition("/")
+        loops = DATAFLOWS.get(order, order).split(",")
+        key = (tuple(d for d in loops if counts[d.strip().upper()] > 1), stationary)
+        if key not in seen:
+            seen.add(key)
+            out.append(df)
+    return out
+
+
 def _search(
     cands: Sequence[tuple[float, tuple[int, int, int, int], TiledConv]],
     s: Settings,
@@ -235,7 +255,7 @@ def _search(
             break
         evaluated += 1
         lat = lat_bound(p, s)
-        for df in dataflows:
+        for df in distinct_dataflows(p, dataflows):
             stop = (lat, best.metric) if best and s.metric == "latency*bytes" else None
             try:
                 sched = run(p, s, kind, df, stop, deadline)
@@ -288,14 +308,24 @@ def candidates(
     net: Network, layer: Layer, s: Settings
 ) -> list[tuple[float, tuple[int, int, int, int], TiledConv]]:
     """The viable tilings of ``layer`` with their :func:`metric_bound`, best bound first (ties:
-    fewest operations)."""
+    fewest operations). A tiling is viable when it has at most ``max_ops`` operations, one
+    operation's tiles fit in the buffer (checked before any cost model runs) and the cost
+    model can map its tiles on the NPU (ZigZag rejects a tile whose operands exceed the
+    NPU's share of the buffer, :func:`~npusched.costmodel.zigzag_input.sram_bits`, with a
+    ``ValueError``)."""
+    steps = replace(s, cost="compute", arch=None)
     cands = []
     for tiles in tiling_space(net, layer, s):
         if n_ops(net, layer, tiles) > s.max_ops > 0:
             continue
-        p = layer_problem(net, layer, tiles, s)
+        p = layer_problem(net, layer, tiles, steps)
         if max(p.footprint(o) for o in (0, p.n_ops - 1)) > s.capacity:
             continue
+        if s.cost != "compute":
+            try:
+                p = layer_problem(net, layer, tiles, s)
+            except ValueError:
+                continue
         cands.append((metric_bound(p, s), tiles, p))
     cands.sort(key=lambda c: (c[0], c[2].n_ops))
     return cands

@@ -19,6 +19,7 @@ from npusched.heuristics.flexer.memory import FREE, Buffer
 from npusched.heuristics.flexer.ooo import DATAFLOWS, NoFit, ooo_schedule, static_schedule
 from npusched.heuristics.flexer.search import (
     STATIC_DATAFLOWS,
+    distinct_dataflows,
     lat_bound,
     layer_problem,
     metric_bound,
@@ -475,3 +476,45 @@ def test_bench_optimal_rows_are_verified(tmp_path):
     for r in rows:
         assert r["verified"] is True
         assert r["bound"] <= r["cpsat_latency"]
+
+
+@pytest.mark.parametrize("priority", PRIORITIES)
+def test_unspilled_keys_are_unspilled_score_row_by_row(priority, monkeypatch):
+    """The vectorized keys of every candidate set equal :func:`unspilled_score`'s, at every
+    step of schedules under buffer pressure."""
+    seen = []
+    keys = flexer.unspilled_keys
+
+    def both(e, window, sets, prio, used):
+        cols = keys(e, window, sets, prio, used)
+        for i, row in enumerate(sets):
+            ops = [window[j] for j in row]
+            assert tuple(c[i] for c in cols) == flexer.unspilled_score(e, ops, used).key(prio)
+        seen.append(len(sets))
+        return cols
+
+    monkeypatch.setattr(flexer, "unspilled_keys", both)
+    net = small_net(c=96, k=96, hw=16)
+    p = tiled_conv(net, net.layers[0], (32, 4, 8, 32), UNROLL)
+    for n, slack in ((2, 1.5), (4, 1.2)):
+        with contextlib.suppress(NoFit):
+            checked(ooo_schedule(p, n, int(slack * p.footprint(0) * n), 8, priority=priority), p)
+    assert len(seen) > 20 and max(seen) > 1
+
+
+def test_skipped_dataflows_repeat_a_schedule():
+    """A dataflow :func:`distinct_dataflows` skips gives the schedule of the one kept for its
+    class (loop orders equal but for one-tile dimensions), for both searches."""
+    net = small_net(c=64, k=32, hw=8)
+    p = tiled_conv(net, net.layers[0], (32, 4, 8, 32), UNROLL)  # one tile along K and OX
+    static = [f"{o}/{s}" for o, s in STATIC_DATAFLOWS]
+    kept = distinct_dataflows(p, static)
+    assert len(kept) == 2 * 3  # orders of OY and C, times three stationarities
+    for df in static[:24]:
+        order, stat = df.split("/")
+        twin = next(k for k in kept if k.endswith(stat) and [d for d in k.split("/")[0].split(",")
+                    if d in ("OY", "C")] == [d for d in order.split(",") if d in ("OY", "C")])
+        a = static_schedule(p, 2, 10**5, 8, loop_order=order, stationary=stat)
+        b = static_schedule(p, 2, 10**5, 8, loop_order=twin.split("/")[0], stationary=stat)
+        assert (a.start == b.start).all() and a.transfers == b.transfers
+    assert distinct_dataflows(p, list(DATAFLOWS)) == ["OS", "WS"]  # WS, IS: C before OY
