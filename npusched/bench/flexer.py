@@ -27,8 +27,9 @@
   (:func:`~npusched.plot.flexer_explain.time_split_bars`).
 
 ``--scheduler beam`` runs ``flexer-beam`` (``--beam-width``, ``--beam-depth``, ``--beam-top``)
-instead of the paper's greedy in ``search``, ``explain`` and ``speed``; its figures stand in
-the OoO columns.
+and ``--scheduler lns`` ``flexer-lns`` (the beam, then ``--lns-seconds`` of re-timing per
+layer) instead of the paper's greedy in ``search``, ``explain`` and ``speed``; their figures
+stand in the OoO columns.
 
 A network or architecture that does not exist, a beam width or depth below 1 or a negative
 ``--beam-top`` is a one-line error, exit 2.
@@ -56,6 +57,7 @@ from npusched.heuristics.flexer.explain import CATEGORIES, time_split
 from npusched.heuristics.flexer.ooo import DATAFLOWS, NoFit
 from npusched.heuristics.flexer.search import layer_geometry, layer_problem, n_ops, run
 from npusched.methods.flexer import (
+    OOO_KINDS,
     LayerRuns,
     NetworkSearch,
     figures,
@@ -98,7 +100,7 @@ def bench_search(
     opts
         :class:`~npusched.problem.flexer.settings.Settings` fields for every search.
     kinds
-        The OoO search (``ooo`` or ``beam``) and ``static``.
+        The OoO search (``ooo``, ``beam`` or ``lns``) and ``static``.
 
     Returns
     -------
@@ -106,8 +108,10 @@ def bench_search(
         Per network × architecture: the layers searched and compared (both kinds have a
         schedule), the end-to-end ``speedup`` and ``transfer_reduction`` (static over OoO, Σ
         latency and Σ DRAM bytes over the compared layers), the largest per-layer ratios, the
-        wall seconds of the search, the distinct layer geometries searched and how many
-        chosen schedules :func:`~npusched.methods.flexer.verify_choices` verified.
+        compared layers where OoO is at least as good as static by latency × bytes
+        (``not_worse``, issue 25's goal), the wall seconds of the search, the distinct layer
+        geometries searched and how many chosen schedules
+        :func:`~npusched.methods.flexer.verify_choices` verified.
 
     Raises
     ------
@@ -136,6 +140,10 @@ def bench_search(
                 ),
                 "best_layer_reduction": round(
                     max(_ratio(s["transfer_bytes"], o["transfer_bytes"]) for o, s in per), 3
+                ),
+                "not_worse": sum(
+                    o["latency"] * o["transfer_bytes"] <= s["latency"] * s["transfer_bytes"]
+                    for o, s in per
                 ),
                 "search_s": round(res.search_seconds, 1),
                 "distinct": res.distinct,
@@ -647,9 +655,11 @@ def main(argv: list[str] | None = None) -> int:
         default="flexer-explain.png",
         help="explain: the stacked bars' PNG ('' for none; -NETWORK-ARCH added for several)",
     )
-    ap.add_argument("--scheduler", choices=["ooo", "beam"], default="ooo",
+    ap.add_argument("--scheduler", choices=list(OOO_KINDS), default="ooo",
                     help="search, explain, speed: the out-of-order search (flexer-ooo, the "
-                    "paper's greedy, or flexer-beam)")  # fmt: skip
+                    "paper's greedy, flexer-beam, or flexer-lns: the beam re-timed)")  # fmt: skip
+    ap.add_argument("--lns-seconds", type=float, default=2.0,
+                    help="flexer-lns: seconds of re-timing per layer")  # fmt: skip
     ap.add_argument("--beam-width", type=int, default=8, help="flexer-beam: branches per step")
     ap.add_argument("--beam-depth", type=int, default=3, help="flexer-beam: sets looked ahead")
     ap.add_argument("--beam-top", type=int, default=16,
@@ -663,7 +673,7 @@ def main(argv: list[str] | None = None) -> int:
     archs = [x.strip() for x in args.archs.split(",")]
     opts: Options = {"max_ops": args.max_ops, "fill_drain": args.fill_drain, "cost": args.cost}
     opts |= {"beam_width": args.beam_width, "beam_depth": args.beam_depth}
-    opts["beam_top"] = args.beam_top
+    opts |= {"beam_top": args.beam_top, "lns_seconds": args.lns_seconds}
     kinds = (args.scheduler, "static")
     bad = _check_inputs(nets, archs)
     w, d = args.beam_width, args.beam_depth
@@ -671,6 +681,8 @@ def main(argv: list[str] | None = None) -> int:
         bad = f"--beam-width and --beam-depth must be >= 1, got {w} and {d}"
     if args.beam_top < 0:
         bad = f"--beam-top must be >= 0 (0: every tiling), got {args.beam_top}"
+    if not 0 <= args.lns_seconds < float("inf"):
+        bad = f"--lns-seconds must be finite and >= 0, got {args.lns_seconds}"
     if bad:
         print(f"error: {bad}", file=sys.stderr)
         return 2

@@ -4,7 +4,8 @@ against the best static loop order.
 ::
 
     npusched flexer --network NAME|FILE --arch arch1..arch8|NAME|FILE [--layers a,b]
-                    [--scheduler beam|ooo] [--beam-width W] [--beam-depth D] [--beam-top T]
+                    [--scheduler lns|beam|ooo] [--beam-width W] [--beam-depth D] [--beam-top T]
+                    [--lns-seconds S]
                     [--priority default|min-transfer|min-spill]
                     [--mem-policy flexer|first-fit|small-spill] [--metric latency*bytes]
                     [--max-ops N] [--fill-drain CYCLES] [--cost analytic|zigzag|compute]
@@ -12,13 +13,15 @@ against the best static loop order.
                     [--workers N]
                     [--no-verify] [--json]
 
-The out-of-order search is ``flexer-beam`` by default (``--scheduler beam``: the greedy's choice
-of the next operation set replaced by a beam of ``--beam-width`` branches looking
-``--beam-depth`` sets ahead, refining the greedy's ``--beam-top`` best tilings × dataflows;
-:mod:`npusched.heuristics.flexer.beam`), the strongest of the OoO searches (issue 25);
-``--scheduler ooo`` is the paper's greedy (``flexer-ooo``, Algorithm 1). The table's OoO
-columns and the JSON's ``ooo_latency``, ``ooo_transfer_bytes`` are the chosen scheduler's; the
-JSON names it (``"scheduler": "beam"``).
+The out-of-order search is ``flexer-lns`` by default (``--scheduler lns``), the strongest of the
+OoO searches (issue 25): ``flexer-beam`` (the greedy's choice of the next operation set
+replaced by a beam of ``--beam-width`` branches looking ``--beam-depth`` sets ahead, refining
+the greedy's ``--beam-top`` best tilings × dataflows; :mod:`npusched.heuristics.flexer.beam`),
+then each layer's best schedule re-timed by CP-SAT large-neighbourhood search for
+``--lns-seconds`` (:mod:`npusched.formulations.flexer.retime`; never worse than the beam).
+``--scheduler beam`` stops after the beam, ``--scheduler ooo`` is the paper's greedy
+(``flexer-ooo``, Algorithm 1). The table's OoO columns and the JSON's ``ooo_latency``,
+``ooo_transfer_bytes`` are the chosen scheduler's; the JSON names it (``"scheduler": "lns"``).
 
 Each chosen schedule is rebuilt and checked by :func:`npusched.verify.flexer.verify_flexer`
 unless ``--no-verify``. With ``--time-limit`` the search stops after that many seconds with the
@@ -37,8 +40,9 @@ from npusched.arch import flexer_arch_name
 from npusched.cli.args import positive_int
 from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES, Settings
 
-#: ``--scheduler``: the out-of-order search, ``flexer-beam`` (the default) or ``flexer-ooo``.
-SCHEDULERS = ("beam", "ooo")
+#: ``--scheduler``: the out-of-order search, ``flexer-lns`` (the default), ``flexer-beam`` or
+#: ``flexer-ooo``.
+SCHEDULERS = ("lns", "beam", "ooo")
 #: The beam's defaults: :class:`~npusched.problem.flexer.settings.Settings`' ``beam_*`` fields.
 _BEAM: dict[str, int] = {
     f.name: f.default
@@ -62,9 +66,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     f.add_argument(
         "--scheduler",
         choices=SCHEDULERS,
-        default="beam",
-        help="the out-of-order search: beam (default: flexer-beam, lookahead over operation "
-        "sets) or ooo (flexer-ooo, the paper's greedy)",
+        default="lns",
+        help="the out-of-order search: lns (default: flexer-lns, the beam re-timed by CP-SAT), "
+        "beam (flexer-beam, lookahead over operation sets) or ooo (flexer-ooo, the paper's "
+        "greedy)",
+    )
+    f.add_argument(
+        "--lns-seconds",
+        type=float,
+        default=2.0,
+        help="lns: seconds of re-timing per layer, after the beam (default 2)",
     )
     f.add_argument(
         "--beam-width",
@@ -148,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.beam_top < 0:
         raise ValueError(f"--beam-top must be >= 0 (0: every tiling), got {args.beam_top}")
+    if not 0 <= args.lns_seconds < float("inf"):
+        raise ValueError(f"--lns-seconds must be finite and >= 0, got {args.lns_seconds:g}")
     layers = [x.strip() for x in args.layers.split(",")] if args.layers else None
     res = search_network(
         net,
@@ -165,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
         beam_width=args.beam_width,
         beam_depth=args.beam_depth,
         beam_top=args.beam_top,
+        lns_seconds=args.lns_seconds,
         time_limit=args.time_limit,
         progress=not args.json,
     )

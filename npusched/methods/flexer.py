@@ -24,26 +24,35 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from tqdm import tqdm
+
 from npusched.arch.model import Arch
 from npusched.common.parallel import map_layers
 from npusched.formulations.flexer.offline import offline_bound
+from npusched.formulations.flexer.retime import retime_lns
 from npusched.formulations.flexer.schedule import schedule_exact
 from npusched.formulations.flexer.spill import solve_spill
-from npusched.heuristics.flexer.search import layer_geometry, search_layer
+from npusched.heuristics.flexer.ooo import ooo_schedule
+from npusched.heuristics.flexer.search import lat_bound, layer_geometry, search_layer
 from npusched.methods.registry import Context, Method, NoParams, bounded, register, solve
 from npusched.problem.flexer.layer import FlexerInstance, FlexerSchedule, SpillRequest, supports
 from npusched.problem.flexer.residency import ResidencyProblem
 from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES, FlexerLayer, Settings
-from npusched.solvers.result import Result
+from npusched.solvers.result import Result, Status
 from npusched.verify.flexer import verify_flexer
 from npusched.workload.layers import Layer
 from npusched.workload.network import Network
+
+#: The out-of-order searches, weakest first: the paper's greedy, its beam, the beam re-timed.
+OOO_KINDS = ("ooo", "beam", "lns")
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,30 @@ class FlexerBeamParams(FlexerOooParams):
 
 
 @dataclass(frozen=True)
+class FlexerLnsParams(FlexerBeamParams):
+    """``flexer-lns``: the start (``beam``, the default, or ``ooo``: the greedy), the beam's
+    options as ``flexer-beam``, and the re-timing search's: ``seconds`` of it per layer
+    (``None`` takes the problem's settings; on a :class:`FlexerInstance` the call's time
+    limit), ``rounds`` at most, the first ``lns_window`` of operation sets, and ``round_limit``
+    seconds per round (:func:`~npusched.formulations.flexer.retime.retime_lns`)."""
+
+    start: str = "beam"
+    seconds: float | None = None
+    rounds: int = 200
+    lns_window: int = 16
+    round_limit: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.start not in ("beam", "ooo"):
+            raise ValueError(f"flexer-lns starts from beam or ooo, not {self.start!r}")
+        if self.seconds is not None and not 0 <= self.seconds < float("inf"):
+            raise ValueError(f"lns seconds must be finite and >= 0, got {self.seconds}")
+        if self.rounds < 1 or self.lns_window < 1 or not self.round_limit > 0:
+            raise ValueError("lns rounds, window and round_limit must be positive")
+
+
+@dataclass(frozen=True)
 class FlexerOfflineParams:
     """``flexer-offline``: the contiguous model (CP-SAT only) and the greedy warm start."""
 
@@ -116,6 +149,83 @@ def _run_beam(problem: FlexerLayer, backend: str, params: FlexerBeamParams, ctx:
     }
     s = replace(problem.settings, **renamed) if renamed else problem.settings
     return search_layer(problem.net, problem.layer, s, "beam", _wall_deadline(ctx))
+
+
+def refine(
+    sched: FlexerSchedule, prefetch: bool, params: FlexerLnsParams, seconds: float | None,
+    threads: int, seed: int,
+) -> tuple[FlexerSchedule, dict[str, Any]]:  # fmt: skip
+    """``sched`` re-timed by :func:`~npusched.formulations.flexer.retime.retime_lns` for at
+    most ``seconds`` (unless it is proven the shortest re-timing sooner), and what it did
+    (``lns_rounds``, ``lns_improved``, ``lns_proved``, ``lns_start_latency``)."""
+    out = retime_lns(
+        sched, prefetch, time_limit=seconds, rounds=params.rounds, window=params.lns_window,
+        round_limit=params.round_limit, threads=threads, seed=seed,
+    )  # fmt: skip
+    return out.schedule, {
+        "lns_rounds": out.rounds, "lns_improved": out.improved, "lns_proved": out.proved,
+        "lns_start_latency": sched.latency,
+    }  # fmt: skip
+
+
+def _run_lns(
+    problem: FlexerLayer | FlexerInstance, backend: str, params: FlexerLnsParams, ctx: Context
+) -> Result:
+    """A layer: the beam's (or the greedy's) search over tilings × dataflows, then its best
+    schedule re-timed (:func:`refine`) for ``params.seconds`` (default the settings'
+    ``lns_seconds``) or what is left of the time limit. One tiled layer: its warm start (a
+    :class:`FlexerSchedule`; default the greedy's OS schedule) re-timed within the limit; the
+    bound is :func:`~npusched.heuristics.flexer.search.lat_bound`, which holds for every
+    schedule (the re-timing's own floor does not: other transfers could do better)."""
+    if isinstance(problem, FlexerInstance):
+        return _lns_instance(problem, params, ctx)
+    beam = FlexerBeamParams(**{f.name: getattr(params, f.name)
+                               for f in dataclasses.fields(FlexerBeamParams)})  # fmt: skip
+    first = (_run_beam if params.start == "beam" else _run_ooo)(problem, backend, beam, ctx)
+    sched = first.solution
+    if not isinstance(sched, FlexerSchedule):
+        first.method = "flexer-lns"
+        return first
+    s = problem.settings
+    seconds = s.lns_seconds if params.seconds is None else params.seconds
+    left = ctx.remaining()
+    seconds = seconds if left is None else min(seconds, max(0.0, left - 0.05))
+    first.method, first.backend = "flexer-lns", "cpsat"
+    if seconds > 0:
+        retimed(first, s, params, seconds, ctx.threads, ctx.seed)
+    return first
+
+
+def retimed(
+    r: Result, s: Settings, params: FlexerLnsParams, seconds: float, threads: int, seed: int
+) -> Result:
+    """A layer search's Result ``r`` with its schedule re-timed by :func:`refine` (at most
+    ``seconds``): the solution, the metric and the ``latency`` replaced, what the search did
+    added to the stats; unchanged without a schedule."""
+    if isinstance(r.solution, FlexerSchedule):
+        t0 = time.perf_counter()
+        sched, stats = refine(r.solution, s.prefetch, params, seconds, threads, seed)
+        r.solution, r.objective = sched, sched.metric(s.metric)
+        r.stats |= stats | {"latency": sched.latency, "transfer_bytes": sched.transfer_bytes}
+        r.runtime_s += time.perf_counter() - t0
+    return r
+
+
+def _lns_instance(problem: FlexerInstance, params: FlexerLnsParams, ctx: Context) -> Result:
+    p = problem
+    start = ctx.warm_start
+    if start is not None and not isinstance(start, FlexerSchedule):
+        raise ValueError("a flexer-lns warm start must be a FlexerSchedule")
+    if start is None:
+        start = ooo_schedule(p.problem, p.n_npus, p.capacity, p.bandwidth, prefetch=p.prefetch)
+    left = ctx.remaining()
+    seconds = params.seconds if left is None else min(params.seconds or left, left)
+    sched, stats = refine(start, p.prefetch, params, seconds, ctx.threads, ctx.seed)
+    settings = Settings(p.n_npus, p.capacity, p.bandwidth, prefetch=p.prefetch)
+    out = Result(Status.FEASIBLE, "flexer-lns", "cpsat", objective=sched.latency,
+                 bound=lat_bound(p.problem, settings), solution=sched, stats=stats)  # fmt: skip
+    out.stats |= {"latency": sched.latency, "transfer_bytes": sched.transfer_bytes}
+    return out
 
 
 def _run_static(problem: FlexerLayer, backend: str, params: NoParams, ctx: Context) -> Result:
@@ -164,6 +274,13 @@ register(
            "Flexer's OoO with a beam of width x depth lookahead over operation sets, searched "
            "over a layer's tilings x dataflows (never worse than flexer-ooo per tiling)",
            params=FlexerBeamParams, applies=_layer_applies)
+)  # fmt: skip
+register(
+    Method("flexer-lns", (FlexerLayer, FlexerInstance), ("cpsat",), _run_lns,
+           "flexer-beam's (or flexer-ooo's) best schedule re-timed by CP-SAT large-neighbourhood "
+           "search over windows of operation sets (never worse than its start)",
+           params=FlexerLnsParams,
+           applies=lambda p: _layer_applies(p) if isinstance(p, FlexerLayer) else None)
 )  # fmt: skip
 register(
     Method("flexer-static", FlexerLayer, ("none",), _run_static,
@@ -316,24 +433,36 @@ def _layer_json(r: LayerRuns) -> dict[str, Any]:
 
 
 def _search_one(
-    net: Network, layer: Layer, s: Settings, kinds: tuple[str, ...], deadline: float | None
-) -> LayerRuns:
-    """``solve()`` of one layer with each method in ``kinds`` (the OoO one, ``ooo`` or
-    ``beam``, first; its Result is the row's ``ooo``); the static search runs only when the
-    OoO one went to its end. ``deadline`` is a ``time.time()``."""
-    problem = FlexerLayer(net, layer, s)
-    runs: dict[str, Result | None] = {"ooo": None, "static": None}
-    for kind in ("ooo", "beam", "static"):
-        if kind not in kinds:
+    net: Network, layer: Layer, s: Settings, kind: str, deadline: float | None
+) -> Result | None:
+    """``solve()`` of one layer with ``flexer-{kind}`` (``None`` when ``deadline``, a
+    ``time.time()``, has passed before it began: no tilings built). ``lns`` runs here without
+    its re-timing (``seconds=0``), which :func:`search_network` adds with every thread."""
+    left = None if deadline is None else deadline - time.time()
+    if left is not None and left <= 0:
+        return None
+    options: dict[str, Any] = {"seconds": 0.0} if kind == "lns" else {}
+    return solve(FlexerLayer(net, layer, s), f"flexer-{kind}", time_limit=left, **options)
+
+
+def _retime_all(
+    runs: list[Result | None], s: Settings, threads: int, deadline: float | None, bar: bool
+) -> None:
+    """``flexer-lns``'s re-timing of each layer's schedule (:func:`retimed`), one layer after
+    the other on ``threads`` CP-SAT workers (one worker finds almost nothing), each for at
+    most ``s.lns_seconds`` and never past ``deadline``; a layer reached after it stays
+    incomplete."""
+    params = FlexerLnsParams()
+    for r in tqdm(runs, desc="flexer lns", unit="layer", file=sys.stderr,
+                  disable=None if bar else True):  # fmt: skip
+        if r is None or r.solution is None:
             continue
         left = None if deadline is None else deadline - time.time()
-        if left is not None and left <= 0:  # past the deadline: not begun (no tilings built)
-            break
-        r = solve(problem, f"flexer-{kind}", time_limit=left)
-        runs["static" if kind == "static" else "ooo"] = r
-        if not r.stats["complete"]:
-            break
-    return LayerRuns(layer.name, runs["ooo"], runs["static"])
+        if left is not None and left <= 0.05:
+            r.stats["complete"] = False
+            continue
+        retimed(r, s, params, s.lns_seconds if left is None else min(s.lns_seconds, left),
+                threads, seed=0)  # fmt: skip
 
 
 def search_network(
@@ -353,8 +482,9 @@ def search_network(
     equal :func:`~npusched.heuristics.flexer.search.layer_geometry` share one search), in
     parallel through :func:`~npusched.common.parallel.map_layers`.
 
-    ``kinds``: the OoO search (``ooo``, or ``beam`` for ``flexer-beam``; its Results are the
-    rows' ``ooo``) and/or ``static``.
+    ``kinds``: the OoO search (``ooo``, ``beam`` for ``flexer-beam`` or ``lns`` for
+    ``flexer-lns``, whose re-timing runs after every layer's beam, one layer at a time on every
+    worker's thread; its Results are the rows' ``ooo``) and/or ``static``.
     ``time_limit`` (seconds of wall clock for the whole search) stops every layer's search
     with the best found so far; :attr:`NetworkSearch.complete` says whether any was cut.
     ``progress`` shows a bar of searched layers on stderr. ``options`` are :class:`Settings`
@@ -386,18 +516,29 @@ def search_network(
     work = [int(ly.macs(net.in_shapes(ly)) // 1000) for ly in reps]
     if time_limit is not None and time_limit <= 0:
         raise ValueError(f"time limit must be positive, got {time_limit}")
-    if set(kinds) - {"ooo", "beam", "static"} or {"ooo", "beam"} <= set(kinds):
-        raise ValueError(f"kinds {tuple(kinds)}: ooo or beam (not both), and/or static")
+    if set(kinds) - {*OOO_KINDS, "static"} or len(set(kinds) & set(OOO_KINDS)) > 1:
+        raise ValueError(f"kinds {tuple(kinds)}: one of {', '.join(OOO_KINDS)}, and/or static")
     deadline = None if time_limit is None else time.time() + time_limit
+    tasks = [(ly, kind) for ly in reps for kind in kinds]  # OoO and static run side by side
     found = map_layers(
         _search_one,
-        [(net, ly, s, tuple(kinds), deadline) for ly in reps],
+        [(net, ly, s, kind, deadline) for ly, kind in tasks],
         executor=executor,
         workers=workers,
-        weights=work,
+        weights=[work[reps.index(ly)] for ly, _ in tasks],
         progress=f"flexer {net.name}" if progress else None,
     )
-    by_key = {k: r for k, r in zip(groups, found, strict=True)}
+    runs: dict[tuple[str, str], Result | None] = {
+        (ly.name, "static" if kind == "static" else "ooo"): r
+        for (ly, kind), r in zip(tasks, found, strict=True)
+    }
+    if "lns" in kinds and s.lns_seconds > 0:
+        threads = workers or os.cpu_count() or 1
+        _retime_all([runs[ly.name, "ooo"] for ly in reps], s, threads, deadline, progress)
+    by_key = {
+        k: LayerRuns(ly.name, runs.get((ly.name, "ooo")), runs.get((ly.name, "static")))
+        for k, ly in zip(groups, reps, strict=True)
+    }
     rows = [by_key[layer_geometry(net, ly)]._replace(name=ly.name) for ly in tiled]
     name = arch.name if isinstance(arch, Arch) else f"{s.n_npus} NPUs"
     return NetworkSearch(net.name, name, s, rows, time.perf_counter() - t0, len(reps), skipped)

@@ -1,5 +1,6 @@
-"""``npusched flexer``'s out-of-order search: ``flexer-beam`` by default, the paper's greedy
-(``flexer-ooo``) by ``--scheduler ooo`` (issue 25, item 3)."""
+"""``npusched flexer``'s out-of-order search: ``flexer-lns`` by default, ``flexer-beam`` by
+``--scheduler beam``, the paper's greedy (``flexer-ooo``) by ``--scheduler ooo`` (issue 25,
+item 3)."""
 
 import json
 
@@ -22,8 +23,19 @@ def _metric(row: dict) -> int:
     return row["ooo_latency"] * row["ooo_transfer_bytes"]
 
 
-def test_beam_is_the_default_and_no_worse_than_the_greedy(capsys):
-    beam, greedy = _run(capsys), _run(capsys, "--scheduler", "ooo")
+def test_lns_is_the_default_and_no_worse_than_the_beam(capsys):
+    """The default re-times the beam's schedules: never longer, the same bytes, verified."""
+    lns, beam = _run(capsys, "--lns-seconds", "1"), _run(capsys, "--scheduler", "beam")
+    assert lns["scheduler"] == "lns" and lns["settings"]["lns_seconds"] == 1
+    assert lns["verified_schedules"] == 4 and lns["complete"] is True
+    for a, b in zip(lns["layers"], beam["layers"], strict=True):
+        assert a["ooo_latency"] <= b["ooo_latency"]
+        assert a["ooo_transfer_bytes"] == b["ooo_transfer_bytes"]
+        assert a["tiling"] == b["tiling"] and a["static_latency"] == b["static_latency"]
+
+
+def test_beam_is_no_worse_than_the_greedy(capsys):
+    beam, greedy = _run(capsys, "--scheduler", "beam"), _run(capsys, "--scheduler", "ooo")
     assert beam["scheduler"] == "beam" and greedy["scheduler"] == "ooo"
     assert beam["settings"]["beam_width"] == 8 and beam["settings"]["beam_depth"] == 3
     for out in (beam, greedy):  # every schedule (OoO and static, both layers) verified
@@ -39,7 +51,8 @@ def test_beam_is_the_default_and_no_worse_than_the_greedy(capsys):
 
 def test_beam_options_reach_the_search(capsys):
     """A beam of width 1 and depth 1 is the greedy's schedule."""
-    one = _run(capsys, "--beam-width", "1", "--beam-depth", "1", "--beam-top", "0")
+    one = _run(capsys, "--scheduler", "beam", "--beam-width", "1", "--beam-depth", "1",
+               "--beam-top", "0")  # fmt: skip
     greedy = _run(capsys, "--scheduler", "ooo")
     assert one["scheduler"] == "beam" and one["settings"]["beam_width"] == 1
     assert one["settings"]["beam_top"] == 0
@@ -59,6 +72,9 @@ def test_table_names_the_scheduler(capsys):
         (["--beam-depth", "-2"], "--beam-width and --beam-depth must be >= 1, got 8 and -2"),
         (["--beam-top", "-1"], "--beam-top must be >= 0"),
         (["--scheduler", "ooo", "--beam-width", "0"], "--beam-width"),
+        (["--lns-seconds", "-1"], "--lns-seconds must be finite and >= 0, got -1"),
+        (["--lns-seconds", "inf"], "--lns-seconds must be finite and >= 0, got inf"),
+        (["--lns-seconds", "nan"], "--lns-seconds must be finite and >= 0, got nan"),
     ],
 )
 def test_bad_beam_exits_2_in_one_line(argv, msg, capsys):

@@ -53,6 +53,75 @@ from npusched.solvers.result import Result, Status
 _LOAD_TYPE = ("input", "weight")
 
 
+# ---- constraint families shared by the once-per-tile model and the re-timing model
+# (:mod:`npusched.formulations.flexer.retime`)
+
+
+def one_npu(m: cp_model.CpModel, x: list[Any], g: Any, s: Any, prefetch: bool) -> None:
+    """Operation ``o`` runs on one NPU, which is busy from ``g_o`` (its loads, §3
+    ``lat(total) = lat(l) + lat(o)``); with prefetch the loads need no NPU.
+
+    .. math:: \\sum_k x_{ok} = 1, \\qquad g_o \\le s_o \\;(= s_o \\text{ with prefetch})
+    """
+    m.add_exactly_one(x)
+    if prefetch:
+        m.add(g == s)
+    else:
+        m.add(g <= s)
+
+
+def npu_no_overlap(
+    m: cp_model.CpModel, x: list[list[Any]], g: list[Any], e: list[Any], lat: list[int], h: int
+) -> None:
+    """The busy intervals of one NPU do not overlap.
+
+    .. math:: \\mathrm{NoOverlap}\\{[g_o, e_o) : x_{ok} = 1\\} \\qquad \\forall k
+    """
+    for k in range(len(x[0]) if x else 0):
+        busy = []
+        for o in range(len(x)):
+            size = m.new_int_var(lat[o], h, f"busy{o}_{k}")
+            m.add(size == e[o] - g[o])
+            busy.append(m.new_optional_interval_var(g[o], size, e[o], x[o][k], f"npu{o}_{k}"))
+        m.add_no_overlap(busy)
+
+
+def chain_order(m: cp_model.CpModel, s: list[Any], e: list[Any], chains: list[list[int]]) -> None:
+    """Partial-sum chains, in order of ``c``.
+
+    .. math:: s_{o'} \\ge e_o \\qquad o \\to o' \\text{ consecutive in a chain}
+    """
+    for chain in chains:
+        for a, b in zip(chain, chain[1:], strict=False):
+            m.add(s[b] >= e[a])
+
+
+def busy_from_load(m: cp_model.CpModel, g: Any, load: Any, enforce: Any = None) -> None:
+    """Without prefetch the operation whose NPU time a load runs on is busy from the load on.
+
+    .. math:: g_o \\le l_d
+    """
+    c = m.add(g <= load)
+    if enforce is not None:
+        c.only_enforce_if(enforce)
+
+
+def dram_channel(m: cp_model.CpModel, transfers: list[Any]) -> None:
+    """The DRAM channel carries one transfer at a time.
+
+    .. math:: \\mathrm{NoOverlap}\\{[l_d, l_d + cyc_d)\\} \\cup \\{[w_d, w_d + cyc_d)\\}
+    """
+    m.add_no_overlap(transfers)
+
+
+def buffer_no_overlap(m: cp_model.CpModel, times: list[Any], addresses: list[Any]) -> None:
+    """No two occupied rectangles in time × address overlap.
+
+    .. math:: \\mathrm{NoOverlap2D}\\{[begin_d, end_d) \\times [y_d, y_d + b_d)\\}
+    """
+    m.add_no_overlap_2d(times, addresses)
+
+
 class ScheduleModel:
     """The CP-SAT model of the module notes: one private method per constraint family, in the
     order the constructor calls them; :meth:`hint` and :meth:`decode`.
@@ -115,33 +184,13 @@ class ScheduleModel:
         self._objective()
 
     def _one_npu(self) -> None:
-        """Each operation on one NPU, busy from its loads: ``g_o`` (``= s_o`` with prefetch).
-
-        .. math:: \\sum_k x_{ok} = 1, \\qquad g_o \\le s_o \\qquad \\forall o
-        """
+        """Each operation on one NPU, busy from its loads (:func:`one_npu`)."""
         for o in range(self.problem.n_ops):
-            self.model.add_exactly_one(self.x[o])
-            self.model.add(self.g[o] <= self.s[o])
-            if self.prefetch:
-                self.model.add(self.g[o] == self.s[o])
+            one_npu(self.model, self.x[o], self.g[o], self.s[o], self.prefetch)
 
     def _npu_no_overlap(self) -> None:
-        """The busy intervals of one NPU do not overlap.
-
-        .. math:: \\mathrm{NoOverlap}\\{[g_o, e_o) : x_{ok} = 1\\} \\qquad \\forall k
-        """
-        m, h = self.model, self.horizon
-        for k in range(self.n_npus):
-            busy = []
-            for o in range(self.problem.n_ops):
-                size_o = m.new_int_var(self.lat[o], h, f"busy{o}_{k}")
-                m.add(size_o == self.e[o] - self.g[o])
-                busy.append(
-                    m.new_optional_interval_var(
-                        self.g[o], size_o, self.e[o], self.x[o][k], f"npu{o}_{k}"
-                    )
-                )
-            m.add_no_overlap(busy)
+        """The busy intervals of one NPU do not overlap (:func:`npu_no_overlap`)."""
+        npu_no_overlap(self.model, self.x, self.g, self.e, self.lat, self.horizon)
 
     def _symmetry(self) -> None:
         """NPUs are identical: the first operation goes to NPU 0.
@@ -152,16 +201,14 @@ class ScheduleModel:
             self.model.add(self.x[0][0] == 1)
 
     def _chains(self) -> None:
-        """Partial-sum chains, in order of ``c``.
-
-        .. math:: s_{o'} \\ge e_o \\qquad o \\to o' \\text{ consecutive in a chain}
-        """
+        """Partial-sum chains, in order of ``c`` (:func:`chain_order`)."""
         p = self.problem
-        for d in range(p.n_data):
-            if self.kinds[d] == OT:
-                chain = sorted(self.users[d], key=lambda o: int(p.op_c[o]))
-                for a, b in zip(chain, chain[1:], strict=False):
-                    self.model.add(self.s[b] >= self.e[a])
+        chains = [
+            sorted(self.users[d], key=lambda o: int(p.op_c[o]))
+            for d in range(p.n_data)
+            if self.kinds[d] == OT
+        ]
+        chain_order(self.model, self.s, self.e, chains)
 
     def _tile(self, d: int) -> None:
         """Tile ``d``: its address, its one transfer (:meth:`_writeback` or :meth:`_load`) and
@@ -210,7 +257,7 @@ class ScheduleModel:
             f = [m.new_bool_var(f"f{o}_{d}") for o in users]
             m.add_exactly_one(f)
             for o, fo in zip(users, f, strict=True):
-                m.add(self.g[o] <= t).only_enforce_if(fo)
+                busy_from_load(m, self.g[o], t, fo)
         finish = m.new_int_var(0, self.horizon, f"r{d}")
         m.add_max_equality(finish, [self.e[o] for o in users])
         return t, finish
@@ -226,18 +273,12 @@ class ScheduleModel:
         self.rects_y.append(m.new_fixed_size_interval_var(self.addr[d], self.size[d], f"addr{d}"))
 
     def _dram_channel(self) -> None:
-        """The DRAM channel carries one transfer at a time.
-
-        .. math:: \\mathrm{NoOverlap}\\{[l_d, l_d + cyc_d)\\} \\cup \\{[w_d, w_d + cyc_d)\\}
-        """
-        self.model.add_no_overlap(self.dram)
+        """The DRAM channel carries one transfer at a time (:func:`dram_channel`)."""
+        dram_channel(self.model, self.dram)
 
     def _buffer(self) -> None:
-        """No two occupied rectangles in time × address overlap.
-
-        .. math:: \\mathrm{NoOverlap2D}\\{[begin_d, end_d) \\times [y_d, y_d + b_d)\\}
-        """
-        self.model.add_no_overlap_2d(self.rects_t, self.rects_y)
+        """No two occupied rectangles in time × address overlap (:func:`buffer_no_overlap`)."""
+        buffer_no_overlap(self.model, self.rects_t, self.rects_y)
 
     def _objective(self) -> None:
         """The latency: the last operation's end and the last write-back's.

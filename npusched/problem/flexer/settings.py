@@ -38,6 +38,7 @@ class Settings:
     beam_width: int = 8  # flexer-beam: branches kept per step
     beam_depth: int = 3  # flexer-beam: sets looked ahead per branch (1: none beyond its own)
     beam_top: int = 16  # flexer-beam: the greedy's best (tiling, dataflow) pairs refined (0: all)
+    lns_seconds: float = 2.0  # flexer-lns: seconds of re-timing per layer after the beam
     prefetch: bool = False
     fill_drain: int | None = None  # cycles per operation; None: rows + columns of the array
     cost: str = "compute"  # intra-core cost model of an operation (npusched.costmodel)
@@ -63,6 +64,8 @@ class Settings:
             raise ValueError(
                 f"beam width and depth must be >= 1, got {self.beam_width} and {self.beam_depth}"
             )
+        if not self.lns_seconds >= 0 or self.lns_seconds == float("inf"):
+            raise ValueError(f"lns_seconds must be finite and >= 0, got {self.lns_seconds}")
         if self.beam_top < 0:
             raise ValueError(f"beam_top must be >= 0 (0: every tiling), got {self.beam_top}")
         if self.fill_drain is not None and self.fill_drain < 0:
