@@ -30,7 +30,6 @@ error, exit 2.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import math
 import sys
@@ -38,13 +37,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tabulate import tabulate
 
 from npusched.arch import load_arch
+from npusched.arch.model import Arch, arch_from_dict, arch_to_dict
 from npusched.bench.doc import publish
 from npusched.common.errors import InputError
 from npusched.common.jsonio import write_json
-from npusched.methods.flexer import search_network, verify_choices
+from npusched.methods.flexer import figures, search_network, verify_choices
 from npusched.plot.flexer_sweep import sweep_heatmaps
 from npusched.problem.flexer.settings import Settings
 from npusched.workload.zoo import load_network
@@ -56,31 +57,45 @@ count, buffer and DRAM bandwidth."""
 COSTS = ("analytic", "zigzag", "compute")
 
 
-def sweep_settings(base: Settings, npus: int, buffer_kib: float, dram: float) -> Settings:
-    """``base`` with ``npus`` NPUs, a global buffer of ``buffer_kib`` KiB and ``dram`` bytes
-    per cycle off chip (the three fields of Flexer's Table 1)."""
-    return dataclasses.replace(
-        base, n_npus=npus, capacity=round(buffer_kib * 1024), bandwidth=float(dram)
-    )
+def sweep_arch(base: Arch, npus: int, buffer_kib: float, dram: float) -> Arch:
+    """``base`` with ``npus`` copies of its first NPU, a global buffer of ``buffer_kib`` KiB and
+    ``dram`` bytes per cycle off chip (the three fields of Flexer's Table 1): one architecture,
+    so the search and the cost model see the same machine (ZigZag's SRAM per NPU is the
+    buffer's share, :func:`~npusched.costmodel.zigzag_input.sram_bits`)."""
+    d = arch_to_dict(base)
+    d["cores"] = [{**d["cores"][0], "id": k, "name": f"npu{k}"} for k in range(npus)]
+    d["shared_buffer_bytes"] = round(buffer_kib * 1024)
+    d["dram"] = {"kind": "off-chip memory", "bandwidth_bytes_per_cycle": dram}
+    d["name"] = f"{base.name}-{npus}npu-{buffer_kib:g}kib-{dram:g}bpc"
+    return arch_from_dict(d)
 
 
-def sweep_cell(net_name: str, settings: Settings, workers: int, kinds: tuple[str, ...]
-               ) -> dict[str, Any]:  # fmt: skip
-    """One cell of the sweep: the OoO and static searches of ``net_name`` under ``settings``,
-    their end-to-end ratios (``None`` when no layer has both schedules: every tiling of each
-    layer overflows the buffer) and how many chosen schedules verified.
+def sweep_cell(net_name: str, arch: Arch, cost: str, max_ops: int, workers: int,
+               kinds: tuple[str, ...]) -> dict[str, Any]:  # fmt: skip
+    """One cell of the sweep: the OoO and static searches of ``net_name`` on ``arch``, their
+    end-to-end ratios over the layers both schedule (``None`` when none: every tiling of each
+    layer overflows the buffer), how many chosen schedules verified, and each compared
+    layer's ``[OoO latency, OoO bytes, static latency, static bytes]`` (``layers``, for the
+    ratios over one layer set, :func:`common_ratios`).
 
     Raises
     ------
     RuntimeError
         A chosen schedule fails verification.
     """
+    settings = Settings.from_arch(arch, cost=cost, max_ops=max_ops)
     res = search_network(load_network(net_name), settings, kinds=kinds, workers=workers)
     tot = res.totals()
     none = not tot["compared_layers"]  # no layer both searches schedule: no ratio
+    layers = {}
+    for r in res.layers:
+        o, st = figures(r.ooo), figures(r.static)
+        if o and st:
+            layers[r.name] = [o["latency"], o["transfer_bytes"], st["latency"],
+                              st["transfer_bytes"]]  # fmt: skip
     return {
         "network": net_name,
-        "cost": settings.cost,
+        "cost": cost,
         "npus": settings.n_npus,
         "buffer_kib": settings.capacity / 1024,
         "dram": settings.bandwidth,
@@ -89,22 +104,39 @@ def sweep_cell(net_name: str, settings: Settings, workers: int, kinds: tuple[str
         "transfer_reduction": None if none else round(tot["transfer_reduction"], 4),
         "verified": verify_choices(res),
         "search_s": round(res.search_seconds, 1),
+        "layers": layers,
     }
 
 
-def regime(rows: list[dict[str, Any]], threshold: float) -> str:
-    """One line per network × cost model naming the cells whose speed-up is at least
-    ``threshold``, and the best cell (cells without a ratio left out)."""
+def common_ratios(rows: list[dict[str, Any]]) -> None:
+    """Add to each row the ratios over its network × cost model's *common* layers, those every
+    cell of the group compares (``common``, ``common_speedup``, ``common_reduction``;
+    ``None`` without such a layer): a cell's own ratios are over the layers it can schedule,
+    which shrink with the buffer, so only these compare across the map."""
+    for _, group in itertools.groupby(rows, key=lambda r: (r["network"], r["cost"])):
+        cells = list(group)
+        common = set.intersection(*(set(r["layers"]) for r in cells))
+        for r in cells:
+            figs = [r["layers"][name] for name in sorted(common)]
+            r["common"] = len(figs)
+            tot = np.array(figs, float).sum(axis=0) if figs else None
+            r["common_speedup"] = None if tot is None else round(tot[2] / tot[0], 4)
+            r["common_reduction"] = None if tot is None else round(tot[3] / tot[1], 4)
+
+
+def regime(rows: list[dict[str, Any]], threshold: float, key: str = "speedup") -> str:
+    """One line per network × cost model naming the cells whose speed-up (the rows' ``key``)
+    is at least ``threshold``, and the best cell (cells without a ratio left out)."""
     lines = []
     for (net, cost), group in itertools.groupby(rows, key=lambda r: (r["network"], r["cost"])):
-        cells = [r for r in group if r["speedup"] is not None]
-        hit = [r for r in cells if r["speedup"] >= threshold]
+        cells = [r for r in group if r.get(key) is not None]
+        hit = [r for r in cells if r[key] >= threshold]
         where = "; ".join(_cell(r) for r in hit) or "none"
-        line = f"- {net}, {cost}: speed-up ≥ {threshold} in {len(hit)} of {len(cells)} cells"
+        line = f"- {net}, {cost}: {key} ≥ {threshold} in {len(hit)} of {len(cells)} cells"
         line += f" ({where})"
         if cells:
-            best = max(cells, key=lambda r: r["speedup"])
-            line += f"; best {best['speedup']:.3f}× at {_cell(best)}"
+            best = max(cells, key=lambda r: r[key])
+            line += f"; best {best[key]:.3f}× at {_cell(best)}"
         lines.append(line)
     return "\n".join(lines)
 
@@ -180,27 +212,41 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, ValueError) as err:
         print(f"error: {str(err).splitlines()[0]}", file=sys.stderr)
         return 2
-    arch = load_arch(BASE_ARCH)
+    base = load_arch(BASE_ARCH)
     kinds = (args.scheduler, "static")
     rows: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     for net, cost in itertools.product(nets, costs):
-        base = Settings.from_arch(arch, cost=cost, max_ops=args.max_ops)
         for n, kib, bw in itertools.product(npus, buffers, drams):
-            rows.append(sweep_cell(net, sweep_settings(base, int(n), kib, bw), args.workers,
-                                   kinds))  # fmt: skip
-            print(tabulate([rows[-1]], headers="keys"), flush=True)
+            arch = sweep_arch(base, int(n), kib, bw)
+            rows.append(sweep_cell(net, arch, cost, args.max_ops, args.workers, kinds))
+            print(tabulate([_shown(rows[-1])], headers="keys"), flush=True)
             if args.json:
                 write_json(args.json, rows)  # whole or not at all
+        common_ratios(rows)
+        if args.json:
+            write_json(args.json, rows)
         if args.plot:
-            path = sweep_heatmaps([r for r in rows if (r["network"], r["cost"]) == (net, cost)],
-                                  _plot_path(args.plot, net, cost))  # fmt: skip
-            print(f"wrote {path}", flush=True)
+            group = [r for r in rows if (r["network"], r["cost"]) == (net, cost)]
+            paths = [sweep_heatmaps(group, _plot_path(args.plot, net, cost))]
+            if group[0]["common"]:  # some layer every cell compares
+                title = (f"{net}, {cost} cost model: OoO / static over the {group[0]['common']} "
+                         "layers every cell compares (b: transfer reduction)")  # fmt: skip
+                common = _plot_path(args.plot, net, f"{cost}-common")
+                paths.append(sweep_heatmaps(group, common, title, "common_speedup",
+                                            "common_reduction"))  # fmt: skip
+            print(f"wrote {', '.join(map(str, paths))}", flush=True)
     head = (f"sweep: {len(rows)} cells in {time.perf_counter() - t0:.0f} s "
             f"(--scheduler {args.scheduler}, --max-ops {args.max_ops})")  # fmt: skip
-    table = tabulate(rows, headers="keys", tablefmt="github")
-    publish(f"{head}\n\n{table}\n\n{regime(rows, args.regime)}", args.doc)
+    table = tabulate([_shown(r) for r in rows], headers="keys", tablefmt="github")
+    lines = f"{regime(rows, args.regime)}\n{regime(rows, args.regime, 'common_speedup')}"
+    publish(f"{head}\n\n{table}\n\n{lines}", args.doc)
     return 0
+
+
+def _shown(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as the table shows it: without the per-layer figures."""
+    return {k: v for k, v in row.items() if k != "layers"}
 
 
 def _plot_path(plot: str, net: str, cost: str) -> Path:

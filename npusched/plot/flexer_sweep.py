@@ -31,26 +31,28 @@ def sweep_grid(
 
 
 def sweep_heatmaps(rows: Sequence[Mapping[str, Any]], path: str | Path | None = None,
-                   title: str = "") -> Path | None:  # fmt: skip
-    """A panel per NPU count: the speed-up (static latency / OoO latency, end to end) in
-    colour, white at 1 (blue: OoO slower, red: faster), each cell labelled with the speed-up and
-    the transfer reduction ("b"); a cell without a ratio (``None``) stays blank. Saves a PNG at
-    ``path`` and returns it; a ValueError for no rows."""
+                   title: str = "", speed: str = "speedup",
+                   saved: str = "transfer_reduction") -> Path | None:  # fmt: skip
+    """A panel per NPU count: the speed-up (static latency / OoO latency, end to end; the rows'
+    ``speed`` key) in colour, white at 1 (blue: OoO slower, red: faster), each cell labelled
+    with the speed-up and the transfer reduction (``saved``, "b"); a cell without a ratio
+    (``None``) stays blank. Saves a PNG at ``path`` and returns it; a ValueError for no
+    rows."""
     if not rows:
         raise ValueError("no sweep rows to draw")
     counts = sorted({int(r["npus"]) for r in rows})
-    spans = np.array([r["speedup"] for r in rows if r["speedup"] is not None] or [1.0])
+    spans = np.array([r[speed] for r in rows if r[speed] is not None] or [1.0])
     norm = TwoSlopeNorm(vcenter=1.0, vmin=min(0.95, spans.min()), vmax=max(1.05, spans.max()))
     fig, axes = plt.subplots(1, len(counts), figsize=(4.2 * len(counts) + 1, 3.8), squeeze=False)
     image = None
     for ax, n in zip(axes[0], counts, strict=True):
-        buffers, drams, speed = sweep_grid(rows, n, "speedup")
-        _, _, saved = sweep_grid(rows, n, "transfer_reduction")
-        image = ax.imshow(speed, cmap="RdBu_r", norm=norm, origin="lower", aspect="auto")
-        for i, j in np.ndindex(speed.shape):
-            if not np.isnan(speed[i, j]):
-                dark = abs(float(norm(speed[i, j])) - 0.5) > 0.3  # white text on deep colour
-                ax.text(j, i, f"{speed[i, j]:.2f}×\n{saved[i, j]:.2f}b", ha="center",
+        buffers, drams, up = sweep_grid(rows, n, speed)
+        _, _, less = sweep_grid(rows, n, saved)
+        image = ax.imshow(up, cmap="RdBu_r", norm=norm, origin="lower", aspect="auto")
+        for i, j in np.ndindex(up.shape):
+            if not np.isnan(up[i, j]):
+                dark = abs(float(norm(up[i, j])) - 0.5) > 0.3  # white text on deep colour
+                ax.text(j, i, f"{up[i, j]:.2f}×\n{less[i, j]:.2f}b", ha="center",
                         va="center", fontsize=7, color="white" if dark else "black")  # fmt: skip
         ax.set_xticks(range(len(drams)), [f"{d:g}" for d in drams])
         ax.set_yticks(range(len(buffers)), [f"{b:g}" for b in buffers])

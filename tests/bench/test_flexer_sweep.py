@@ -9,16 +9,41 @@ import numpy as np
 import pytest
 
 from npusched.arch import load_arch
-from npusched.bench.flexer_sweep import BASE_ARCH, main, positive_list, regime, sweep_settings
+from npusched.bench.flexer_sweep import (
+    BASE_ARCH,
+    common_ratios,
+    main,
+    positive_list,
+    regime,
+    sweep_arch,
+)
+from npusched.costmodel.zigzag_input import sram_bits
 from npusched.plot.flexer_sweep import sweep_grid, sweep_heatmaps
 from npusched.problem.flexer.settings import Settings
 
 
-def test_sweep_settings_replace_the_three_axes_only():
-    base = Settings.from_arch(load_arch(BASE_ARCH), cost="analytic", max_ops=8)
-    s = sweep_settings(base, 2, 128, 4.5)
+def test_sweep_arch_replaces_the_three_axes_only():
+    """The swept architecture is the base one with its NPU count, buffer and bandwidth
+    replaced, and the cost model sees the same buffer (ZigZag's SRAM per NPU: its share)."""
+    base = load_arch(BASE_ARCH)
+    arch = sweep_arch(base, 2, 128, 4.5)
+    s, b = Settings.from_arch(arch), Settings.from_arch(base)
     assert (s.n_npus, s.capacity, s.bandwidth) == (2, 128 * 1024, 4.5)
-    assert s.unroll == base.unroll and s.cost == base.cost and s.arch is base.arch
+    assert s.unroll == b.unroll and arch.cores[1].pe_unroll == base.cores[0].pe_unroll
+    assert sram_bits(arch, arch.cores[0], 0)[0] == 64 * 1024 * 8
+
+
+def test_common_ratios_are_over_the_layers_every_cell_compares():
+    rows = [
+        {"network": "n", "cost": "c", "layers": {"a": [1, 10, 2, 10], "b": [1, 1, 9, 9]}},
+        {"network": "n", "cost": "c", "layers": {"a": [2, 10, 3, 20]}},
+        {"network": "m", "cost": "c", "layers": {}},
+    ]
+    common_ratios(rows)
+    assert [r["common"] for r in rows] == [1, 1, 0]
+    assert (rows[0]["common_speedup"], rows[0]["common_reduction"]) == (2.0, 1.0)
+    assert (rows[1]["common_speedup"], rows[1]["common_reduction"]) == (1.5, 2.0)
+    assert rows[2]["common_speedup"] is None
 
 
 def test_a_small_sweep_writes_rows_a_heat_map_and_the_regime(tmp_path, capsys):
@@ -35,17 +60,23 @@ def test_a_small_sweep_writes_rows_a_heat_map_and_the_regime(tmp_path, capsys):
     for r in rows:
         assert r["compared"] > 0 and r["verified"] > 0
         assert r["speedup"] > 0 and r["transfer_reduction"] > 0
+        assert r["common"] == len(set.intersection(*(set(x["layers"]) for x in rows)))
+        assert r["common"] <= r["compared"] == len(r["layers"])
     drawn = tmp_path / "sweep-squeezenet-analytic.png"
     assert mpimg.imread(drawn).shape[0] > 100
+    if rows[0]["common"]:
+        assert mpimg.imread(tmp_path / "sweep-squeezenet-analytic-common.png").shape[0] > 100
     text = capsys.readouterr().out
-    assert "squeezenet, analytic: speed-up ≥ 1.2 in" in text and "of 4 cells" in text
+    assert "squeezenet, analytic: speedup ≥ 1.2 in" in text and "of 4 cells" in text
+    assert "squeezenet, analytic: common_speedup ≥ 1.2 in" in text
 
 
 def test_regime_names_the_cells_at_the_threshold():
     rows = [{"network": "n", "cost": "c", "npus": 2, "buffer_kib": b, "dram": d, "speedup": s,
              "transfer_reduction": 1.0} for b, d, s in ((128, 4, 1.3), (256, 4, 1.1))]  # fmt: skip
     line = regime(rows, 1.2)
-    assert "1 of 2 cells (2 NPUs, 128 KiB, 4 B/cycle)" in line and "best 1.300×" in line
+    assert "speedup ≥ 1.2 in 1 of 2 cells (2 NPUs, 128 KiB, 4 B/cycle)" in line
+    assert "best 1.300×" in line
     assert "0 of 2 cells (none)" in regime(rows, 1.5)
 
 
