@@ -87,6 +87,21 @@ class TimeUp(Exception):
     """A schedule stopped because the search's deadline passed."""
 
 
+@lru_cache(maxsize=4)
+def _tables(p: TiledConv, bandwidth: float) -> tuple:
+    """What every engine of ``p`` reads and none changes: each tile's size, its load's DRAM
+    cycles, its type; each operation's latency, operands and whether it starts its chain; the
+    tiles' use counts (copied by each engine); the once-per-tile DRAM cycles, the total
+    latency and the once-per-tile bytes. Kept for the last few problems: a search schedules
+    each tiling in every dataflow."""
+    size = p.data_bytes.tolist()
+    cycles = np.maximum(1, np.ceil(p.data_bytes / bandwidth)).astype(np.int64).tolist()
+    opd = list(zip(p.op_in.tolist(), p.op_wt.tolist(), p.op_ot.tolist(), strict=True))
+    return (size, cycles, p.data_type.tolist(), p.latency.tolist(), opd, (p.op_c == 0).tolist(),
+            p.uses.tolist(), p.once_cycles(bandwidth), int(p.latency.sum()),
+            sum(p.onchip_bytes().values()))  # fmt: skip
+
+
 class Engine:
     """Issues operation sets on ``n`` NPUs with a memory and one DRAM channel; records the
     :class:`~npusched.problem.flexer.layer.FlexerSchedule`."""
@@ -102,13 +117,9 @@ class Engine:
     ) -> None:
         self.p, self.n, self.capacity, self.bw, self.mem = p, n, capacity, bandwidth, memory
         self.prefetch = prefetch
-        self.size = p.data_bytes.tolist()
-        self.cycles = [dram_cycles(b, bandwidth) for b in self.size]  # of loading each tile
-        self.dtype = p.data_type.tolist()
-        self.lat = p.latency.tolist()
-        self.opd = list(zip(p.op_in.tolist(), p.op_wt.tolist(), p.op_ot.tolist(), strict=True))
-        self.first = (p.op_c == 0).tolist()
-        self.rem = p.uses.tolist()
+        t = _tables(p, bandwidth)  # read only, shared by every engine of the problem
+        self.size, self.cycles, self.dtype, self.lat, self.opd, self.first = t[:6]
+        self.rem = t[6][:]
         nd = p.n_data
         self.ready = [0] * nd  # data valid on chip from
         self.last = [0] * nd  # end of the last issued operation that uses it
@@ -116,12 +127,12 @@ class Engine:
         self.dirty = [False] * nd
         self.seen = [False] * nd  # loaded (inputs, weights) or written (outputs) once
         self.extra_bytes = 0  # bytes moved beyond each tile once (reloads, partial sums)
-        self.once = sum(p.onchip_bytes().values())
+        self.once = t[9]
         # cycles still to come for certain: on the NPUs every operation and (loads on the NPU's
         # time) the first load of every input and weight tile; on the DRAM channel those loads
         # and every output's write-back
-        loads, writes = p.once_cycles(bandwidth)
-        self.todo = int(p.latency.sum()) + (0 if prefetch else loads)
+        loads, writes = t[7]
+        self.todo = t[8] + (0 if prefetch else loads)
         self.dram_todo = loads + writes
         self.dram_busy = 0
         self.res: dict[int, tuple[int, int]] = {}  # resident data → (address, since)

@@ -309,7 +309,7 @@ def candidates(
 ) -> list[tuple[float, tuple[int, int, int, int], TiledConv]]:
     """The viable tilings of ``layer`` with their :func:`metric_bound`, best bound first (ties:
     fewest operations). A tiling is viable when it has at most ``max_ops`` operations, one
-    operation's tiles fit in the buffer (checked before any cost model runs) and the cost
+    operation's tiles fit in the buffer (checked before ZigZag runs) and the cost
     model can map its tiles on the NPU (ZigZag rejects a tile whose operands exceed the
     NPU's share of the buffer, :func:`~npusched.costmodel.zigzag_input.sram_bits`, with a
     ``ValueError``)."""
@@ -318,10 +318,11 @@ def candidates(
     for tiles in tiling_space(net, layer, s):
         if n_ops(net, layer, tiles) > s.max_ops > 0:
             continue
-        p = layer_problem(net, layer, tiles, steps)
+        # ZigZag may reject a tile: the buffer fit first, on the array's steps (cheap)
+        p = layer_problem(net, layer, tiles, steps if s.cost == "zigzag" else s)
         if max(p.footprint(o) for o in (0, p.n_ops - 1)) > s.capacity:
             continue
-        if s.cost != "compute":
+        if s.cost == "zigzag":
             try:
                 p = layer_problem(net, layer, tiles, s)
             except ValueError:
