@@ -488,3 +488,39 @@ __all__ = [
     "tile_label",
     "transfer_breakdown",
 ]
+
+
+def schedule_gantt(
+    schedules: Sequence[FlexerSchedule],
+    titles: Sequence[str],
+    path: str | Path | None = None,
+) -> plt.Figure:
+    """One panel per schedule on a common time axis: a row per NPU with its operations (grey;
+    an operation's loads before it on its NPU show as the gap they fill) and a row for the DRAM
+    channel with its transfers coloured by data type (:data:`COLORS`). Returns the figure;
+    saves a PNG at ``path``; a ValueError for no schedules or a title per schedule missing."""
+    if not schedules or len(titles) != len(schedules):
+        raise ValueError("one title per schedule, at least one schedule")
+    top = max(s.latency for s in schedules)
+    fig, axes = plt.subplots(len(schedules), 1, figsize=(9, 1.1 + 0.45 * sum(
+        s.n_npus + 1 for s in schedules)), sharex=True, squeeze=False)  # fmt: skip
+    for ax, s, title in zip(axes[:, 0], schedules, titles, strict=True):
+        ops = [[(int(a), int(b - a)) for a, b, k in zip(s.start, s.end, s.npu, strict=True)
+                if k == npu] for npu in range(s.n_npus)]  # fmt: skip
+        for npu, bars in enumerate(ops):
+            ax.broken_barh(bars, (npu + 0.1, 0.8), facecolors="0.55", edgecolor="white", lw=0.3)
+        for kind in CATEGORIES:
+            bars = [(t.start, t.end - t.start) for t in s.transfers if t.dtype == kind]
+            ax.broken_barh(bars, (s.n_npus + 0.1, 0.8), facecolors=COLORS[kind])
+        ax.set_yticks([k + 0.5 for k in range(s.n_npus + 1)],
+                      [f"NPU {k}" for k in range(s.n_npus)] + ["DRAM"], fontsize=7)  # fmt: skip
+        ax.set_ylim(0, s.n_npus + 1)
+        ax.axvline(s.latency, color="k", lw=0.8)
+        ax.set_title(f"{title}: latency {s.latency:,} cycles, {s.transfer_bytes / _KIB:,.0f} KiB",
+                     fontsize=8, loc="left")  # fmt: skip
+    axes[-1, 0].set_xlim(0, top * 1.01)
+    axes[-1, 0].set_xlabel("cycle")
+    handles = [Patch(color="0.55", label="operation")]
+    handles += [Patch(color=COLORS[c], label=LABELS[c]) for c in CATEGORIES]
+    fig.legend(handles=handles, loc="upper right", fontsize=7, ncol=5)
+    return finish(fig, path)

@@ -41,10 +41,9 @@ schedule is one of them, so a round never returns a longer schedule.
 
 from __future__ import annotations
 
-import bisect
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -58,100 +57,10 @@ from npusched.formulations.flexer.schedule import (
     npu_no_overlap,
     one_npu,
 )
-from npusched.problem.flexer.layer import OT, FlexerSchedule, Residency, Transfer
+from npusched.heuristics.flexer.retiming import compact, structure
+from npusched.problem.flexer.layer import FlexerSchedule, Transfer
 from npusched.solvers.cpsat import run_cpsat
 from npusched.solvers.result import Status, TracePoint
-
-
-@dataclass
-class Structure:
-    """What a schedule decided, which re-timing keeps: each transfer's and each operand's
-    residency (indices into ``residencies``, the schedule's non-empty ones), the readers of
-    each residency, the operation each load runs on the NPU time of (−1 with prefetch), the
-    chain operation before each write-back and after a partial-sum one (−1: none), and the
-    write-back each partial-sum reload follows (−1 for other transfers)."""
-
-    residencies: list[Residency]
-    op_res: list[tuple[int, ...]]
-    tr_res: list[int]
-    readers: list[list[int]]
-    owner: list[int]
-    wb_after: list[int]
-    wb_before: list[int]
-    reload_of: list[int]
-    chains: list[list[int]] = field(default_factory=list)
-
-
-def structure(s: FlexerSchedule, prefetch: bool) -> Structure:
-    """The :class:`Structure` of ``s`` (module notes).
-
-    Raises
-    ------
-    ValueError
-        An operand or a transfer lies outside every residency of its tile, or a load has no
-        reader whose NPU is free when it starts (``s`` is not a schedule of this time model;
-        :func:`~npusched.verify.flexer.verify_flexer` names the first kind).
-    """
-    p = s.problem
-    res = [r for r in s.residencies if r.end > r.start]
-    by_tile: dict[int, list[int]] = {}
-    for i in sorted(range(len(res)), key=lambda i: (res[i].start, res[i].end)):
-        by_tile.setdefault(res[i].data, []).append(i)
-
-    start, end, npu = s.start.tolist(), s.end.tolist(), s.npu.tolist()
-
-    def holder(d: int, a: int, b: int, what: str) -> int:
-        for i in by_tile.get(d, []):
-            if res[i].start <= a and b <= res[i].end:
-                return i
-        raise ValueError(f"{what} [{a}, {b}) lies outside every residency of tile {d}")
-
-    op_res = [
-        tuple(holder(d, start[o], end[o], f"op {o}") for d in p.operands(o)) for o in range(p.n_ops)
-    ]
-    tr_res = [holder(t.data, t.start, t.end, f"{t.kind} of tile {t.data}") for t in s.transfers]
-    # residencies that no operand and no transfer lies in hold nothing anyone needs: dropped
-    kept = sorted({r for rs in op_res for r in rs} | set(tr_res))
-    new = {r: i for i, r in enumerate(kept)}
-    res = [res[r] for r in kept]
-    op_res = [tuple(new[r] for r in rs) for rs in op_res]
-    tr_res = [new[r] for r in tr_res]
-    readers: list[list[int]] = [[] for _ in res]
-    for o, rs in enumerate(op_res):
-        for r in rs:
-            readers[r].append(o)
-    chains: dict[int, list[int]] = {}
-    for o in np.lexsort((p.op_c, p.op_ot)).tolist():
-        chains.setdefault(int(p.op_ot[o]), []).append(o)
-    # the previous operation's end on each operation's NPU
-    prev_end = [0] * p.n_ops
-    for k in range(s.n_npus):
-        on = sorted((o for o in range(p.n_ops) if npu[o] == k), key=start.__getitem__)
-        for a, b in zip(on, on[1:], strict=False):
-            prev_end[b] = end[a]
-    n_tr = len(s.transfers)
-    owner, wb_after, wb_before, reload_of = [-1] * n_tr, [-1] * n_tr, [-1] * n_tr, [-1] * n_tr
-    psum_wbs: dict[int, list[int]] = {}
-    for i in sorted(range(n_tr), key=lambda i: s.transfers[i].start):
-        t = s.transfers[i]
-        if t.kind == "writeback":
-            ops = chains[t.data]
-            j = bisect.bisect_right([end[o] for o in ops], t.start) - 1
-            wb_after[i] = ops[j]
-            wb_before[i] = ops[j + 1] if t.dtype == "psum" and j + 1 < len(ops) else -1
-            psum_wbs.setdefault(t.data, []).append(i)
-            continue
-        if p.data_type[t.data] == OT:
-            reload_of[i] = psum_wbs[t.data][-1]
-        if not prefetch:
-            free = [o for o in readers[tr_res[i]] if prev_end[o] <= t.start]
-            if not free:
-                raise ValueError(f"the load of tile {t.data} at {t.start} runs on no NPU's time")
-            owner[i] = min(free, key=start.__getitem__)
-    return Structure(
-        res, op_res, tr_res, readers, owner, wb_after, wb_before, reload_of,
-        [c for d, c in sorted(chains.items())],
-    )  # fmt: skip
 
 
 class RetimeModel:
@@ -380,8 +289,9 @@ class RetimeModel:
 
     def decode(self, solver: cp_model.CpSolver) -> FlexerSchedule:
         """The re-timed :class:`~npusched.problem.flexer.layer.FlexerSchedule`: the same
-        transfers and residencies at their new times and addresses (each residency from its
-        begin to its last reader's or transfer's end)."""
+        transfers and residencies at their new addresses, in the orders CP-SAT chose, every
+        event at its earliest time given those orders, with its waits
+        (:func:`~npusched.heuristics.flexer.retiming.compact`)."""
         s, st, p = self.sched, self.st, self.problem
         start = np.array([solver.value(v) for v in self.s], np.int64)
         end = start + p.latency
@@ -394,19 +304,12 @@ class RetimeModel:
             Transfer(t.kind, t.data, t.nbytes, a, a + d, t.dtype)
             for t, a, d in zip(s.transfers, tau, self.dur, strict=True)
         ]
-        finish = [max((int(end[o]) for o in rd), default=0) for rd in st.readers]
-        for i, r in enumerate(st.tr_res):
-            finish[r] = max(finish[r], transfers[i].end)
-        residencies = [
-            Residency(res.data, solver.value(y), res.size, solver.value(b), f)
-            for res, y, b, f in zip(st.residencies, self.addr, self.begin, finish, strict=True)
-        ]
-        order = sorted(s.order, key=lambda ops: min(int(start[o]) for o in ops))
-        return FlexerSchedule(
+        raw = FlexerSchedule(
             problem=p, n_npus=s.n_npus, capacity=s.capacity, bandwidth=s.bandwidth, npu=npu,
-            start=start, end=end, transfers=transfers, residencies=residencies, order=order,
-            method=f"{s.method}+lns" if not s.method.endswith("+lns") else s.method,
+            start=start, end=end, transfers=transfers, residencies=[], order=s.order,
+            method=s.method if s.method.endswith("+lns") else f"{s.method}+lns",
         )  # fmt: skip
+        return compact(raw, st, [solver.value(y) for y in self.addr])
 
 
 def latency_floor(s: FlexerSchedule, prefetch: bool) -> int:

@@ -11,13 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
-from npusched.formulations.flexer.retime import (
-    RetimeModel,
-    latency_floor,
-    retime_lns,
-    structure,
-)
+from npusched.formulations.flexer.retime import RetimeModel, latency_floor, retime_lns
 from npusched.heuristics.flexer.beam import beam_schedule
+from npusched.heuristics.flexer.explain import time_split
+from npusched.heuristics.flexer.retiming import compact, structure
 from npusched.heuristics.flexer.ooo import DATAFLOWS, NoFit, ooo_schedule, static_schedule
 from npusched.methods.registry import solve
 from npusched.partition.flexer import tiled_conv
@@ -103,6 +100,10 @@ def test_start_is_feasible_and_every_answer_verifies(tiles, n, room, bw, kind, p
     except NoFit:
         return
     assert verify_flexer(start).ok
+    tight = compact(start, structure(start, prefetch))  # the engine's, earliest in its orders
+    assert verify_flexer(tight).ok and tight.latency <= start.latency
+    same_decisions(tight, start)
+    assert sum(time_split(tight).values()) == tight.latency * n
     sets = sorted(start.order, key=lambda ops: min(int(start.start[o]) for o in ops))
     first = np.random.default_rng(seed).integers(0, max(1, len(sets) - window + 1))
     free = [o for ops in sets[first : first + window] for o in ops]
@@ -118,6 +119,7 @@ def test_start_is_feasible_and_every_answer_verifies(tiles, n, room, bw, kind, p
         assert out.latency == rep.latency <= start.latency
         assert out.latency >= latency_floor(start, prefetch)
         same_decisions(out, start)
+        assert sum(time_split(out).values()) == out.latency * n  # its waits explain it
         if ops is not None:  # outside the window: same NPU, and earlier events at their times
             keep = np.setdiff1d(np.arange(p.n_ops), free)
             assert (out.npu[keep] == start.npu[keep]).all()
