@@ -11,9 +11,11 @@ Flexer's Table 1 varies three things of its multi-NPU: the NPUs (2, 4), the glob
 core cost model (``--costs``), NPU count, buffer (KiB) and bandwidth (bytes/cycle), it runs the
 out-of-order and the best static search of every dense conv and fc layer
 (:func:`~npusched.methods.flexer.search_network` on arch5's NPU with the three replaced,
-:func:`sweep_settings`) and reports the end-to-end ratios of Fig. 8: speed-up ``Σ static
+:func:`sweep_arch`) and reports the end-to-end ratios of Fig. 8: speed-up ``Σ static
 latency / Σ OoO latency`` and transfer reduction ``Σ static bytes / Σ OoO bytes`` over the layers
-both searches schedule. Every chosen schedule is verified
+both searches schedule, and the same over one layer set per network and cost model, the layers
+every cell compares (:func:`common_ratios`: a small buffer leaves some layers without a tiling
+that fits, so a cell's own ratios are over fewer layers). Every chosen schedule is verified
 (:func:`~npusched.methods.flexer.verify_choices`).
 
 The output is a table (one row per cell), one heat map per network × cost model with a panel

@@ -456,7 +456,7 @@ def dataflow_maps(engine: Engine, window: Sequence[int], combos: IntArray) -> In
     share each tile; a row key is, per type, the sorted ``share count + 16 · state`` of the
     set's operations (``state``: 0 on chip, 1 loaded, 2 a new output). The answer depends on
     the window only through which positions share a tile and their states, so it is kept by
-    that pattern (:data:`_MAPS`): windows of a regular tiling repeat a few patterns.
+    that pattern (in ``_MAPS``): windows of a regular tiling repeat a few patterns.
     """
     ids, state = _window_state(engine, window)
     pattern = tuple(tuple(map({d: i for i, d in enumerate(row)}.__getitem__, row)) for row in ids)
