@@ -4,7 +4,7 @@ npusched.bench.flexer_sweep``.
     python -m npusched.bench.flexer_sweep [--networks vgg16,resnet50,yolov2]
         [--costs analytic,zigzag] [--npus 2,4] [--buffers 128,256,512,1024]
         [--dram 4,8,16,32,64] [--scheduler ooo|beam] [--max-ops 256] [--workers 2]
-        [--json rows.json] [--plot flexer-sweep.png] [--doc FILE.md]
+        [--json rows.json] [--resume a.json,b.json] [--plot flexer-sweep.png] [--doc FILE.md]
 
 Flexer's Table 1 varies three things of its multi-NPU: the NPUs (2, 4), the global buffer (256,
 512 KiB) and the DRAM bandwidth (32, 64). This sweep widens each axis: for every network, intra-
@@ -23,10 +23,13 @@ per NPU count (:func:`~npusched.plot.flexer_sweep.sweep_heatmaps`: buffer × ban
 speed-up in colour, both ratios written in each cell), and the cells where the speed-up reaches
 ``--regime`` (default 1.2, the low end of the paper's 1.2–1.67×). The full grid is 240 network
 searches; at the default ``--max-ops 256`` one search of ResNet-50 takes minutes on 2 cores, so
-the whole sweep is a run of hours. ``--max-ops`` and fewer values make it shorter.
+the whole sweep is a run of hours. ``--max-ops`` and fewer values make it shorter, and
+``--resume`` takes the cells an earlier run has written (``--json``) from its rows instead of
+searching them again: a sweep stopped half-way goes on where it stopped, and parts of the grid
+run on several machines are joined into one table and one heat map (:func:`earlier_rows`).
 
-A sweep value that is not a positive number, an unknown network or cost model is a one-line
-error, exit 2.
+A sweep value that is not a positive number, an unknown network or cost model, or a
+``--resume`` file that is not a list of sweep rows is a one-line error, exit 2.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from npusched.arch import load_arch
 from npusched.arch.model import Arch, arch_from_dict, arch_to_dict
 from npusched.bench.doc import publish
 from npusched.common.errors import InputError
-from npusched.common.jsonio import write_json
+from npusched.common.jsonio import read_json, write_json
 from npusched.methods.flexer import figures, search_network, verify_choices
 from npusched.plot.flexer_sweep import sweep_heatmaps
 from npusched.problem.flexer.settings import Settings
@@ -57,6 +60,9 @@ BASE_ARCH = "flexer-arch5"
 count, buffer and DRAM bandwidth."""
 
 COSTS = ("analytic", "zigzag", "compute")
+
+CELL = ("network", "cost", "npus", "buffer_kib", "dram", "scheduler", "max_ops")
+"""The fields that name a cell of the sweep and what was run in it (:func:`earlier_rows`)."""
 
 
 def sweep_arch(base: Arch, npus: int, buffer_kib: float, dram: float) -> Arch:
@@ -106,8 +112,35 @@ def sweep_cell(net_name: str, arch: Arch, cost: str, max_ops: int, workers: int,
         "transfer_reduction": None if none else round(tot["transfer_reduction"], 4),
         "verified": verify_choices(res),
         "search_s": round(res.search_seconds, 1),
+        "scheduler": kinds[0],
+        "max_ops": max_ops,
         "layers": layers,
     }
+
+
+def cell_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    """A row's cell and settings (:data:`CELL`) as one comparable key (numbers as floats, so
+    2 and 2.0 NPUs are one cell); a ValueError or TypeError for a field of the wrong type."""
+    return tuple(row[k] if k in ("network", "cost", "scheduler") else float(row[k])
+                 for k in CELL)  # fmt: skip
+
+
+def earlier_rows(paths: list[Path]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The rows that earlier runs wrote with ``--json``, by :func:`cell_key`; the last file
+    wins where two hold the same cell. An :class:`~npusched.common.errors.InputError` names
+    a file that cannot be read or holds anything but a list of sweep rows."""
+    found: dict[tuple[Any, ...], dict[str, Any]] = {}
+    need = {*CELL, "speedup", "transfer_reduction", "compared", "verified", "layers"}
+    for path in paths:
+        rows = read_json(path)
+        try:
+            if not isinstance(rows, list) or not all(need <= r.keys() for r in rows):
+                raise ValueError
+            found.update((cell_key(r), r) for r in rows)
+        except (AttributeError, TypeError, ValueError):
+            raise InputError(path, "(--resume)", "not a list of sweep rows, each with the "
+                             f"fields {', '.join(sorted(need))}") from None  # fmt: skip
+    return found
 
 
 def common_ratios(rows: list[dict[str, Any]]) -> None:
@@ -173,6 +206,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--regime", type=float, default=1.2, help="speed-up the summary looks for")
     ap.add_argument("--json", type=Path, help="write the rows to this file")
+    ap.add_argument("--resume", default="",
+                    help="comma-separated --json files of earlier runs: their cells are taken "
+                    "from them, not searched again")  # fmt: skip
     ap.add_argument("--plot", default="flexer-sweep.png",
                     help="heat maps' PNG ('' for none; -NETWORK-COST added)")  # fmt: skip
     ap.add_argument("--doc", type=Path, help="write the table into this Markdown file")
@@ -199,6 +235,11 @@ def _grid(args: argparse.Namespace) -> tuple[list[str], list[str], list[list[flo
     return nets, costs, axes
 
 
+def _grid_and_earlier(args: argparse.Namespace) -> tuple[Any, dict[tuple[Any, ...], Any]]:
+    paths = [Path(x.strip()) for x in args.resume.split(",") if x.strip()]
+    return _grid(args), earlier_rows(paths)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the sweep of the module docstring; print each cell as it ends, then the table and
     the regime summary (``--doc`` also writes them into a Markdown file's ``tables`` block).
@@ -210,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = _parse(argv)
     try:
-        nets, costs, (npus, buffers, drams) = _grid(args)
+        (nets, costs, (npus, buffers, drams)), earlier = _grid_and_earlier(args)
     except (InputError, ValueError) as err:
         print(f"error: {str(err).splitlines()[0]}", file=sys.stderr)
         return 2
@@ -220,9 +261,13 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     for net, cost in itertools.product(nets, costs):
         for n, kib, bw in itertools.product(npus, buffers, drams):
-            arch = sweep_arch(base, int(n), kib, bw)
-            rows.append(sweep_cell(net, arch, cost, args.max_ops, args.workers, kinds))
-            print(tabulate([_shown(rows[-1])], headers="keys"), flush=True)
+            cell = (net, cost, n, kib, bw, kinds[0], args.max_ops)
+            row = earlier.get(cell_key(dict(zip(CELL, cell, strict=True))))
+            if row is None:
+                arch = sweep_arch(base, int(n), kib, bw)
+                row = sweep_cell(net, arch, cost, args.max_ops, args.workers, kinds)
+            rows.append(row)
+            print(tabulate([_shown(row)], headers="keys"), flush=True)
             if args.json:
                 write_json(args.json, rows)  # whole or not at all
         common_ratios(rows)
@@ -247,8 +292,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _shown(row: dict[str, Any]) -> dict[str, Any]:
-    """A row as the table shows it: without the per-layer figures."""
-    return {k: v for k, v in row.items() if k != "layers"}
+    """A row as the table shows it: without the per-layer figures and the settings that the
+    table's head line gives."""
+    return {k: v for k, v in row.items() if k not in ("layers", "scheduler", "max_ops")}
 
 
 def _plot_path(plot: str, net: str, cost: str) -> Path:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from npusched.arch import load_arch
+from npusched.bench import flexer_sweep
 from npusched.bench.flexer_sweep import (
     BASE_ARCH,
     common_ratios,
@@ -118,3 +119,34 @@ def test_positive_list():
     assert positive_list("1,2.5", "--x") == [1.0, 2.5]
     with pytest.raises(ValueError, match="--x: every value must be a finite number > 0"):
         positive_list("", "--x")
+
+
+def test_resume_takes_earlier_cells_and_searches_the_rest(tmp_path, capsys, monkeypatch):
+    """A second run with ``--resume`` copies the cells the first wrote (identical rows, no
+    search) and searches only the new one; a bad resume file is a one-line error."""
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    base = ["--networks", "squeezenet", "--costs", "analytic", "--npus", "2", "--buffers", "512",
+            "--max-ops", "8", "--workers", "1", "--plot", ""]  # fmt: skip
+    assert main([*base, "--dram", "8", "--json", str(first)]) == 0
+    old = json.loads(first.read_text())
+    searched = []
+    cell = flexer_sweep.sweep_cell
+
+    def counted(*a):
+        searched.append(a[1].dram_bytes_per_cycle())
+        return cell(*a)
+
+    monkeypatch.setattr(flexer_sweep, "sweep_cell", counted)
+    assert main([*base, "--dram", "8,16", "--json", str(second), "--resume", str(first)]) == 0
+    rows = json.loads(second.read_text())
+    assert searched == [16] and [r["dram"] for r in rows] == [8, 16]
+    assert {k: v for k, v in rows[0].items() if "common" not in k} == {
+        k: v for k, v in old[0].items() if "common" not in k
+    }
+    assert rows[1]["verified"] > 0 and rows[1]["scheduler"] == "ooo" and rows[1]["max_ops"] == 8
+    capsys.readouterr()
+    for bad in ('{"a": 1}', '[{"network": "x"}]', "[1]", "[{"):
+        (tmp_path / "bad.json").write_text(bad)
+        assert main([*base, "--dram", "8", "--resume", str(tmp_path / "bad.json")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "bad.json" in err
