@@ -212,6 +212,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--plot", default="flexer-sweep.png",
                     help="heat maps' PNG ('' for none; -NETWORK-COST added)")  # fmt: skip
     ap.add_argument("--doc", type=Path, help="write the table into this Markdown file")
+    ap.add_argument("--block", default="sweep", help="the --doc file's block to replace")
     return ap.parse_args(argv)
 
 
@@ -242,7 +243,8 @@ def _grid_and_earlier(args: argparse.Namespace) -> tuple[Any, dict[tuple[Any, ..
 
 def main(argv: list[str] | None = None) -> int:
     """Run the sweep of the module docstring; print each cell as it ends, then the table and
-    the regime summary (``--doc`` also writes them into a Markdown file's ``tables`` block).
+    the regime summary (``--doc`` also writes them into a Markdown file's ``--block``, by default
+    ``sweep``).
 
     Returns
     -------
@@ -258,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     base = load_arch(BASE_ARCH)
     kinds = (args.scheduler, "static")
     rows: list[dict[str, Any]] = []
-    t0 = time.perf_counter()
+    resumed, t0 = 0, time.perf_counter()
     for net, cost in itertools.product(nets, costs):
         for n, kib, bw in itertools.product(npus, buffers, drams):
             cell = (net, cost, n, kib, bw, kinds[0], args.max_ops)
@@ -266,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
             if row is None:
                 arch = sweep_arch(base, int(n), kib, bw)
                 row = sweep_cell(net, arch, cost, args.max_ops, args.workers, kinds)
+            else:
+                resumed += 1
             rows.append(row)
             print(tabulate([_shown(row)], headers="keys"), flush=True)
             if args.json:
@@ -283,11 +287,12 @@ def main(argv: list[str] | None = None) -> int:
                 paths.append(sweep_heatmaps(group, common, title, "common_speedup",
                                             "common_reduction"))  # fmt: skip
             print(f"wrote {', '.join(map(str, paths))}", flush=True)
-    head = (f"sweep: {len(rows)} cells in {time.perf_counter() - t0:.0f} s "
+    head = (f"sweep: {len(rows)} cells, {len(rows) - resumed} searched in "
+            f"{time.perf_counter() - t0:.0f} s and {resumed} taken from --resume "
             f"(--scheduler {args.scheduler}, --max-ops {args.max_ops})")  # fmt: skip
     table = tabulate([_shown(r) for r in rows], headers="keys", tablefmt="github")
     lines = f"{regime(rows, args.regime)}\n{regime(rows, args.regime, 'common_speedup')}"
-    publish(f"{head}\n\n{table}\n\n{lines}", args.doc)
+    publish(f"{head}\n\n{table}\n\n{lines}", args.doc, args.block)
     return 0
 
 

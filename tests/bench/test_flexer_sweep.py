@@ -150,3 +150,10 @@ def test_resume_takes_earlier_cells_and_searches_the_rest(tmp_path, capsys, monk
         assert main([*base, "--dram", "8", "--resume", str(tmp_path / "bad.json")]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "bad.json" in err
+    doc = tmp_path / "doc.md"
+    doc.write_text("intro\n<!-- sweep -->\nold\n<!-- /sweep -->\nend\n")
+    argv = [*base, "--dram", "8,16", "--resume", str(second), "--doc", str(doc)]
+    assert main(argv) == 0
+    text = doc.read_text()
+    assert "2 cells, 0 searched in" in text and "2 taken from --resume" in text
+    assert text.startswith("intro\n<!-- sweep -->") and "old" not in text and text.endswith("end\n")
