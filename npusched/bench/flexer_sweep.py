@@ -3,7 +3,7 @@ npusched.bench.flexer_sweep``.
 
     python -m npusched.bench.flexer_sweep [--networks vgg16,resnet50,yolov2]
         [--costs analytic,zigzag] [--npus 2,4] [--buffers 128,256,512,1024]
-        [--dram 4,8,16,32,64] [--scheduler ooo|beam] [--max-ops 256] [--workers 2]
+        [--dram 4,8,16,32,64] [--scheduler ooo|beam|lns] [--max-ops 256] [--workers 2]
         [--json rows.json] [--resume a.json,b.json] [--plot flexer-sweep.png] [--doc FILE.md]
 
 Flexer's Table 1 varies three things of its multi-NPU: the NPUs (2, 4), the global buffer (256,
@@ -50,7 +50,7 @@ from npusched.arch.model import Arch, arch_from_dict, arch_to_dict
 from npusched.bench.doc import publish
 from npusched.common.errors import InputError
 from npusched.common.jsonio import read_json, write_json
-from npusched.methods.flexer import figures, search_network, verify_choices
+from npusched.methods.flexer import OOO_KINDS, figures, search_network, verify_choices
 from npusched.plot.flexer_sweep import sweep_heatmaps
 from npusched.problem.flexer.settings import Settings
 from npusched.workload.zoo import load_network
@@ -199,9 +199,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--npus", default="2,4")
     ap.add_argument("--buffers", default="128,256,512,1024", help="global buffer sizes (KiB)")
     ap.add_argument("--dram", default="4,8,16,32,64", help="DRAM bandwidths (bytes/cycle)")
-    ap.add_argument("--scheduler", choices=["ooo", "beam"], default="ooo",
-                    help="the out-of-order search: flexer-ooo (the paper's greedy) or "
-                    "flexer-beam")  # fmt: skip
+    ap.add_argument("--scheduler", choices=list(OOO_KINDS), default="ooo",
+                    help="the out-of-order search: flexer-ooo (the paper's greedy), flexer-beam "
+                    "or flexer-lns (the beam, re-timed for lns_seconds per layer)")  # fmt: skip
     ap.add_argument("--max-ops", type=int, default=256, help="operations per tiling (0: all)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--regime", type=float, default=1.2, help="speed-up the summary looks for")

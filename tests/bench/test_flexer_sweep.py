@@ -19,6 +19,7 @@ from npusched.bench.flexer_sweep import (
     sweep_arch,
 )
 from npusched.costmodel.zigzag_input import sram_bits
+from npusched.methods.flexer import OOO_KINDS
 from npusched.plot.flexer_sweep import sweep_grid, sweep_heatmaps
 from npusched.problem.flexer.settings import Settings
 
@@ -157,3 +158,12 @@ def test_resume_takes_earlier_cells_and_searches_the_rest(tmp_path, capsys, monk
     text = doc.read_text()
     assert "2 cells, 0 searched in" in text and "2 taken from --resume" in text
     assert text.startswith("intro\n<!-- sweep -->") and "old" not in text and text.endswith("end\n")
+
+
+def test_every_out_of_order_search_can_be_swept(capsys):
+    """``--scheduler`` offers the three OoO searches of ``search_network`` and nothing else."""
+    for kind in OOO_KINDS:
+        assert flexer_sweep._parse(["--scheduler", kind]).scheduler == kind
+    with pytest.raises(SystemExit):
+        flexer_sweep._parse(["--scheduler", "static"])
+    assert "invalid choice" in capsys.readouterr().err
