@@ -14,16 +14,18 @@ $T_{MAC} + T_{DRAM}$ (eq. 6 without the software term, as the paper does), where
 counts the transfers of each tile type (eq. 3–5) and, in TSO-burst, one CAS latency per DRAM
 burst (Algorithm 4). npusched enumerates the whole tile space with numpy arrays — no Python loop
 per candidate — and checks the choice with an exact CP-SAT model."""),
-    code("""import numpy as np
+    code("""from concurrent.futures import ProcessPoolExecutor
+import numpy as np
 import matplotlib.pyplot as plt
 from npusched.arch import load_arch
 from npusched.workload.zoo import load_network
 from npusched.methods.tiling import tile_network
 from npusched.problem.tiling import evaluate
 from npusched.plot import roofline, time_breakdown
-arch = load_arch("tso-nmp-16")"""),
+arch = load_arch("tso-nmp-16")
+pool = ProcessPoolExecutor(2)  # every tile_network below solves its layers on two processes"""),
     md(r"""## One network, layer by layer"""),
-    code("""lenet = tile_network(load_network("lenet"), arch, "burst", workers=1)
+    code("""lenet = tile_network(load_network("lenet"), arch, "burst", executor=pool)
 for c in lenet.layers:
     print(f"{c.name:4s} {c.tle:7s} {c.tlt:3s} T_R={c.T_R:3d} T_C={c.T_C:3d} T_N={c.T_N:3d} "
           f"T_M={c.T_M:3d}  {c.time_us:8.2f} us  ({c.n_candidates} candidates)")
@@ -35,12 +37,12 @@ best entry of every row, and burst-aware choice faster than noburst."""),
     code("""rows = {}
 for name in ("lenet", "resnet50", "mobilenetv2", "squeezenet"):
     net = load_network(name)
-    row = {"burst": tile_network(net, arch, "burst", workers=1).total_time_us,
-           "noburst": tile_network(net, arch, "noburst", workers=1).total_time_us}
+    row = {"burst": tile_network(net, arch, "burst", executor=pool).total_time_us,
+           "noburst": tile_network(net, arch, "noburst", executor=pool).total_time_us}
     for tle in ("KS", "KS&OFM", "OFM"):
-        row[tle] = tile_network(net, arch, "burst", fix_tle=tle, workers=1).total_time_us
+        row[tle] = tile_network(net, arch, "burst", fix_tle=tle, executor=pool).total_time_us
     for tlt in ("IS", "OS", "WS"):
-        row[tlt] = tile_network(net, arch, "burst", fix_tlt=tlt, workers=1).total_time_us
+        row[tlt] = tile_network(net, arch, "burst", fix_tlt=tlt, executor=pool).total_time_us
     rows[name] = row
 cols = list(next(iter(rows.values())))
 print("network      " + "".join(f"{c:>10s}" for c in cols))
@@ -51,8 +53,8 @@ for name, row in rows.items():
 The LOAD / STORE / MAC split of SqueezeNet's layers for tiles chosen with and without burst
 awareness (TSO Fig. 9), both timed with bursts."""),
     code("""sq = load_network("squeezenet")
-b = tile_network(sq, arch, "burst", workers=1)
-v = tile_network(sq, arch, "noburst", workers=1)
+b = tile_network(sq, arch, "burst", executor=pool)
+v = tile_network(sq, arch, "noburst", executor=pool)
 parts = {key: {"load": [c.time.load_us for c in ch.layers], "store": [c.time.store_us for c in ch.layers],
                "mac": [c.time.mac_us for c in ch.layers]} for key, ch in (("burst", b), ("noburst", v))}
 time_breakdown([c.name for c in b.layers], parts, title="SqueezeNet on tso-nmp-16")
@@ -61,7 +63,7 @@ plt.show()"""),
 Operational intensity = MACs / bytes moved to and from DRAM (the chosen tiles timed with the
 volume model give the bytes); attained performance = MACs / estimated time."""),
     code("""net = load_network("resnet50")
-choice = tile_network(net, arch, "burst", workers=1)
+choice = tile_network(net, arch, "burst", executor=pool)
 bpc = arch.dram_bytes_per_cycle()
 intensity, perf = [], []
 for layer, c in zip(net.layers, choice.layers):
@@ -84,7 +86,8 @@ for c in lenet.layers:
     layer = load_network("lenet").layer(c.name)
     net = load_network("lenet")
     t, status = solve_layer_exact(layer, net.in_shapes(layer)[0], arch, "burst", c, time_limit=10, threads=2)
-    print(f"{c.name:4s} search {c.objective_us:8.3f} us   exact {t:8.3f} us ({status})")"""),
+    print(f"{c.name:4s} search {c.objective_us:8.3f} us   exact {t:8.3f} us ({status})")
+pool.shutdown()"""),
 ]
 nb = nbf.v4.new_notebook(
     cells=cells,
