@@ -64,6 +64,9 @@ COSTS = ("analytic", "zigzag", "compute")
 CELL = ("network", "cost", "npus", "buffer_kib", "dram", "scheduler", "max_ops")
 """The fields that name a cell of the sweep and what was run in it (:func:`earlier_rows`)."""
 
+ROW_FIELDS = (*CELL, "compared", "speedup", "transfer_reduction", "verified", "layers")
+"""The fields of a sweep row that a resumed run reads (:func:`earlier_rows`)."""
+
 
 def sweep_arch(base: Arch, npus: int, buffer_kib: float, dram: float) -> Arch:
     """``base`` with ``npus`` copies of its first NPU, a global buffer of ``buffer_kib`` KiB and
@@ -120,7 +123,7 @@ def sweep_cell(net_name: str, arch: Arch, cost: str, max_ops: int, workers: int,
 
 def cell_key(row: dict[str, Any]) -> tuple[Any, ...]:
     """A row's cell and settings (:data:`CELL`) as one comparable key (numbers as floats, so
-    2 and 2.0 NPUs are one cell); a ValueError or TypeError for a field of the wrong type."""
+    2 and 2.0 NPUs are one cell)."""
     return tuple(row[k] if k in ("network", "cost", "scheduler") else float(row[k])
                  for k in CELL)  # fmt: skip
 
@@ -128,19 +131,35 @@ def cell_key(row: dict[str, Any]) -> tuple[Any, ...]:
 def earlier_rows(paths: list[Path]) -> dict[tuple[Any, ...], dict[str, Any]]:
     """The rows that earlier runs wrote with ``--json``, by :func:`cell_key`; the last file
     wins where two hold the same cell. An :class:`~npusched.common.errors.InputError` names
-    a file that cannot be read or holds anything but a list of sweep rows."""
+    a file that cannot be read or holds anything but a list of sweep rows (``_is_row``)."""
     found: dict[tuple[Any, ...], dict[str, Any]] = {}
-    need = {*CELL, "speedup", "transfer_reduction", "compared", "verified", "layers"}
     for path in paths:
         rows = read_json(path)
-        try:
-            if not isinstance(rows, list) or not all(need <= r.keys() for r in rows):
-                raise ValueError
-            found.update((cell_key(r), r) for r in rows)
-        except (AttributeError, TypeError, ValueError):
-            raise InputError(path, "(--resume)", "not a list of sweep rows, each with the "
-                             f"fields {', '.join(sorted(need))}") from None  # fmt: skip
+        if not isinstance(rows, list) or not all(map(_is_row, rows)):
+            raise InputError(path, "(--resume)", "not a list of sweep rows as --json writes "
+                             f"them (fields {', '.join(ROW_FIELDS)})")  # fmt: skip
+        found.update((cell_key(r), r) for r in rows)
     return found
+
+
+def _is_row(r: Any) -> bool:
+    """Whether ``r`` has a sweep row's fields with their types: names as strings, numbers as
+    numbers (the two ratios may be ``None``), ``layers`` as name → four positive figures."""
+
+    def num(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+    if not isinstance(r, dict) or not set(ROW_FIELDS) <= r.keys():
+        return False
+    names = all(isinstance(r[k], str) for k in ("network", "cost", "scheduler"))
+    numbers = all(num(r[k]) for k in ("npus", "buffer_kib", "dram", "max_ops", "compared",
+                                      "verified"))  # fmt: skip
+    ratios = all(r[k] is None or num(r[k]) for k in ("speedup", "transfer_reduction"))
+    layers = isinstance(r["layers"], dict) and all(
+        isinstance(f, list) and len(f) == 4 and all(num(x) and x > 0 for x in f)
+        for f in r["layers"].values()
+    )
+    return names and numbers and ratios and layers
 
 
 def common_ratios(rows: list[dict[str, Any]]) -> None:
@@ -236,11 +255,6 @@ def _grid(args: argparse.Namespace) -> tuple[list[str], list[str], list[list[flo
     return nets, costs, axes
 
 
-def _grid_and_earlier(args: argparse.Namespace) -> tuple[Any, dict[tuple[Any, ...], Any]]:
-    paths = [Path(x.strip()) for x in args.resume.split(",") if x.strip()]
-    return _grid(args), earlier_rows(paths)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the sweep of the module docstring; print each cell as it ends, then the table and
     the regime summary (``--doc`` also writes them into a Markdown file's ``--block``, by default
@@ -253,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = _parse(argv)
     try:
-        (nets, costs, (npus, buffers, drams)), earlier = _grid_and_earlier(args)
+        nets, costs, (npus, buffers, drams) = _grid(args)
+        earlier = earlier_rows([Path(x.strip()) for x in args.resume.split(",") if x.strip()])
     except (InputError, ValueError) as err:
         print(f"error: {str(err).splitlines()[0]}", file=sys.stderr)
         return 2

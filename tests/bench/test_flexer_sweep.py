@@ -146,7 +146,14 @@ def test_resume_takes_earlier_cells_and_searches_the_rest(tmp_path, capsys, monk
     }
     assert rows[1]["verified"] > 0 and rows[1]["scheduler"] == "ooo" and rows[1]["max_ops"] == 8
     capsys.readouterr()
-    for bad in ('{"a": 1}', '[{"network": "x"}]', "[1]", "[{"):
+    good = rows[0]
+    bads = ['{"a": 1}', '[{"network": "x"}]', "[1]", "[{"] + [
+        json.dumps([{**good, **change}])
+        for change in ({"speedup": "fast"}, {"npus": True}, {"layers": {"c1": [1, 2, 3]}},
+                       {"layers": {"c1": [1, 2, 3, -4]}}, {"layers": "c1"}, {"network": 3},
+                       {"verified": None})
+    ]  # fmt: skip
+    for bad in bads:
         (tmp_path / "bad.json").write_text(bad)
         assert main([*base, "--dram", "8", "--resume", str(tmp_path / "bad.json")]) == 2
         err = capsys.readouterr().err.strip()
