@@ -40,16 +40,19 @@ def _link_rows(ax: plt.Axes, inst: RoutedInstance, sched: RoutedSchedule) -> lis
     if mv is not None:
         spans += [(route, int(mv.tstart[k]), int(mv.tend[k]), "tab:purple")
                   for k, route in enumerate(move_routes(inst, sched))]  # fmt: skip
-    rows: dict[int, int] = {}
+    rows: dict[int, list[tuple[int, int, str]]] = {}  # resource -> its bars, in first use
     names: list[str] = []
     for route, ts, te, color in spans:
         for x in route:
             r = int(topo.resource_of[x])
             if r not in rows:
-                rows[r] = inst.m + len(rows)
+                rows[r] = []
                 names.append(f"link {topo.links[x].id}")
-            ax.barh(rows[r], te - ts, left=ts, height=0.6, color=color, edgecolor="black",
-                    linewidth=0.2)  # fmt: skip
+            rows[r].append((ts, te - ts, color))
+    for y, bars in enumerate(rows.values(), start=inst.m):  # one collection per row
+        colors = [c for *_, c in bars]
+        ax.broken_barh([(ts, w) for ts, w, _ in bars], (y - 0.3, 0.6), facecolors=colors,
+                       edgecolor="black", linewidth=0.2)  # fmt: skip
     return names
 
 

@@ -38,7 +38,8 @@ def test_cli_writes_verified_files(tmp_path):
     # the routed machine's stages
     assert set(rep["stages"]) == {"atomic", "list", "twostage", "joint", "lns"}
     assert rep["cycles"] <= rep["baseline2_same_partition_cycles"]  # atomic is a warm start
-    assert rep["stages"]["twostage"]["quantum_cycles"] >= 1
+    if "twostage" not in cut:  # a stage stopped from outside hands back no summary
+        assert rep["stages"]["twostage"]["quantum_cycles"] >= 1
     assert rep["design_space"]["feasible"] > 6
     b1, b2 = rep["baselines"]["baseline1"], rep["baselines"]["baseline2"]
     same = rep["baselines"]["baseline2_same_partition"]

@@ -56,11 +56,9 @@ the priority list above."""
 ETF_LIMIT = 1000
 """``auto`` runs earliest-task-first up to this many μops and the priority list above. ETF's cost
 grows with n × (ready μops): on ResNet-50 Klotski partitions (``npusched.bench.list_scaling``)
-4 791 μops took 1.2 s, 13 281 took 14 s and 41 821 took 78 s, against 0.02, 0.03 and 0.1 s for
-the priority list, with makespans within ±0.5 % of each other; on wide graphs it is worse (LeNet
-cut into 1 255 μops with 6 728 edges on a 3 × 3 mesh: 4.6 s against 0.01 s, equal makespans).
-Small instances thus keep the schedules (and warm starts) they had before the priority list
-existed."""
+4 791 μops took 0.60 s, 13 281 took 1.9 s and 41 821 took 7.7 s, against 0.11, 0.27 and 1.0 s
+for the priority list in the same run, with makespans within ±0.8 % of each other. Small
+instances thus keep the schedules (and warm starts) they had before the priority list existed."""
 
 
 def resolve_priority(instance: SchedulingInstance, priority: Priority) -> np.ndarray:
@@ -162,46 +160,53 @@ def etf_schedule(instance: SchedulingInstance, priority: Priority = "blevel") ->
     Repeatedly, among the μops whose producers are all placed, take the (μop, core) pair that can
     start earliest, where a μop may start on core ``k`` once ``k`` is free and every producer's
     data has arrived (its end plus :meth:`Accelerator.comm_delay` from the producer's core); ties go
-    to the higher priority, then the lower core index. Used by :func:`list_schedule` on instances
-    with transfer delays of at most :data:`ETF_LIMIT` μops; Graham's bound does not hold with
-    delays. Each step scans every ready μop on every core, so the cost grows about as
-    n × (ready μops) × (in-degree · m): quadratic in practice (13 281 μops: 14 s).
+    to the higher priority, then the lower μop index, then the lower core index. Used by
+    :func:`list_schedule` on instances with transfer delays of at most :data:`ETF_LIMIT` μops;
+    Graham's bound does not hold with delays.
+
+    A μop's arrival times on the cores are fixed once it is ready (its producers are placed), so
+    they are computed once, in O(in-degree · m); each step then takes the earliest start of every
+    ready μop from one ``(ready × m)`` array: O(n · ready · m) in all, in array operations.
     """
     g, acc = instance.graph, instance.accelerator
     dur = instance.duration
-    prio = resolve_priority(instance, priority)
+    prio = np.asarray(resolve_priority(instance, priority), dtype=float)
     hops = acc.hops()
+    order_in = np.argsort(g.dst, kind="stable")  # CSR position -> edge index
     indeg = np.diff(g.pred_ptr).copy()
-    ready = set(np.flatnonzero(indeg == 0).tolist())
     start = np.full(g.n, -1, dtype=np.int64)
     core = np.full(g.n, -1, dtype=np.int64)
     end = np.zeros(g.n, dtype=np.int64)
     free = np.zeros(instance.m, dtype=np.int64)
-    edges_in = [np.arange(g.pred_ptr[i], g.pred_ptr[i + 1]) for i in range(g.n)]
-    order_in = np.argsort(g.dst, kind="stable")  # CSR position -> edge index
+    arrive = np.zeros((g.n, instance.m), dtype=np.int64)
+
+    def becomes_ready(i: int) -> None:
+        e = order_in[g.pred_ptr[i] : g.pred_ptr[i + 1]]
+        if e.size:
+            delay = acc.comm_delay(hops[core[g.src[e]]], g.bytes[e][:, None])
+            arrive[i] = (end[g.src[e]][:, None] + delay).max(axis=0)
+
+    ready: list[int] = np.flatnonzero(indeg == 0).tolist()
+    for i in ready:
+        becomes_ready(i)
     for _ in range(g.n):
-        best: tuple[int, float, int, int] | None = None
-        for i in ready:
-            e = order_in[edges_in[i]]
-            src = g.src[e]
-            arrive = np.zeros(instance.m, dtype=np.int64)
-            if e.size:
-                delay = acc.comm_delay(hops[core[src]], g.bytes[e][:, None])
-                arrive = (end[src][:, None] + delay).max(axis=0)
-            est = np.maximum(free, arrive)
-            k = int(np.argmin(est))
-            key = (int(est[k]), -prio[i], i, k)
-            if best is None or key < best:
-                best = key
-        assert best is not None
-        t, _, i, k = best
+        r = np.asarray(ready)
+        est = np.maximum(free, arrive[r])
+        k_r = est.argmin(axis=1)
+        t_r = est[np.arange(r.size), k_r]
+        first = t_r == t_r.min()
+        first &= prio[r] == prio[r][first].max()
+        pick = int(np.flatnonzero(first)[np.argmin(r[first])])
+        i, k, t = int(r[pick]), int(k_r[pick]), int(t_r[pick])
         start[i], core[i], end[i] = t, k, t + int(dur[i, k])
         free[k] = end[i]
-        ready.remove(i)
+        ready[pick] = ready[-1]
+        ready.pop()
         for j in g.succs(i):
             indeg[j] -= 1
             if indeg[j] == 0:
-                ready.add(int(j))
+                becomes_ready(int(j))
+                ready.append(int(j))
     return Schedule(start, core)
 
 
