@@ -9,7 +9,7 @@ from hypothesis import given, settings
 
 from npusched import Accelerator, SchedulingInstance, Status, solve, verify
 from npusched.formulations.placement.qap import PlacementModel
-from npusched.problem.placement import Placement, overlap_groups, stage2_instance
+from npusched.problem.placement import overlap_groups, stage2_instance
 from npusched.solvers.dispatch import solve_linear
 from npusched.verify import verify_placement
 
@@ -26,16 +26,19 @@ def test_overlap_groups_are_the_maximal_cliques():
 
 
 def brute_force_mapping(inst, start):
-    """Cheapest eq. 14 cost over all core assignments keeping overlapping μops apart."""
+    """Cheapest eq. 14 cost over all core assignments keeping overlapping μops apart (eq. 12),
+    every assignment at once as one array (6^7 rows at most here)."""
     mapping = stage2_instance(inst, start)
-    best = None
-    for cores in itertools.product(range(inst.m), repeat=inst.n):
-        loc = np.array(cores)
-        if verify_placement(mapping, Placement(loc)):
-            continue
-        cost = mapping.cost(loc)
-        best = cost if best is None else min(best, cost)
-    return best
+    loc = np.array(list(itertools.product(range(inst.m), repeat=inst.n)), dtype=np.int64)
+    apart = np.ones(len(loc), dtype=bool)
+    for group in mapping.groups:
+        for a, b in itertools.combinations(group.tolist(), 2):
+            apart &= loc[:, a] != loc[:, b]
+    dist = mapping.distance()
+    cost = np.zeros(len(loc), dtype=np.int64)
+    for t, u in zip(*np.nonzero(mapping.flow), strict=True):
+        cost += mapping.flow[t, u] * dist[loc[:, t], loc[:, u]]
+    return int(cost[apart].min())
 
 
 @settings(max_examples=15, deadline=None)
