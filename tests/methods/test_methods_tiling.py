@@ -113,3 +113,25 @@ def test_network_parallel_equals_sequential():
     assert seq.total_time_us <= nb.total_time_us
     with pytest.raises(ValueError, match="unknown TLE"):
         tile_network(net, ARCH, fix_tle="XX", workers=1)
+
+
+def test_layers_equal_but_for_their_name_share_one_search():
+    """ResNet-50 repeats its blocks' convolutions: each repeat gets, under its own name, what a
+    search of its own finds (and that choice verifies on its own problem)."""
+    net = load_network("resnet50")
+    tiled = tile_network(net, ARCH, workers=1)
+    layers = conv_layers(net)
+    assert [lc.name for lc in tiled.layers] == [ly.name for ly, _ in layers]
+    seen: set[TsoLayer] = set()
+    repeats = 0
+    for (layer, shape), r in zip(layers, tiled.results, strict=True):
+        p = TsoLayer.from_layer(layer, shape, ARCH)
+        key = dataclasses.replace(p, geom=dataclasses.replace(p.geom, name=""))
+        if key in seen:
+            repeats += 1
+            own = solve(p, "tso-enum")
+            assert dataclasses.astuple(r.solution) == dataclasses.astuple(own.solution)
+            assert r.objective == own.objective
+            _verified(p, r)
+        seen.add(key)
+    assert repeats >= 20
