@@ -29,8 +29,7 @@ quarter after a neighbourhood solved to optimality without an improvement and sh
 after one that ran out of time, within ``[4, n]``. The search stops at the time limit or when the
 schedule meets the instance's lower bound, which proves it optimal. A round's solver gets at most
 ``step`` seconds, fewer near the limit: the most any round took beyond its solver's limit
-(building and loading the neighbourhood: seconds at n = 300 with 20 000 edges; before the first
-round, the time building the whole model took, since a neighbourhood is a copy of it) and
+(building and loading the neighbourhood: seconds at n = 300 with 20 000 edges) and
 :data:`SPARE` are kept, so the search hands back its own best schedule before the limit. Its
 answer carries the anytime trace (every improvement) and, on stderr, a progress line.
 
@@ -119,11 +118,7 @@ def _answer(instance: Any, params: LnsParams, ctx: Context) -> Result:
     from npusched.solvers.cpsat import run_cpsat
 
     best = ctx.warm_start
-    t_model = time.perf_counter()
     model, _ = _model(instance, best)
-    # the most seconds a round took beyond its solver's limit (building, loading); before the
-    # first round, what building the model took: a neighbourhood is a copy of it
-    overhead = time.perf_counter() - t_model
     rng = np.random.default_rng(ctx.seed)
     lb = instance.lower_bound()
     kinds = ["time"] if isinstance(instance, RoutedInstance) else params.kinds.split(",")
@@ -133,6 +128,7 @@ def _answer(instance: Any, params: LnsParams, ctx: Context) -> Result:
     if not trace or trace[-1].incumbent != best.makespan(instance):
         trace.append(TracePoint(time.perf_counter() - t0, best.makespan(instance), lb))
     bar = tqdm(total=None, disable=not params.progress, desc="lns", unit="nbhd", leave=False)
+    overhead = 0.0  # the most seconds a round took beyond its solver's limit (building, loading)
     try:
         while best.makespan(instance) > lb:
             step = _step(params.step, ctx.remaining(), overhead)
