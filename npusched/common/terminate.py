@@ -12,10 +12,12 @@ shell reports for a process ended by SIGTERM; Ctrl-C exits with 130).
   get SIGTERM from the parent's handler and take back its default action as they start
   (``os.register_at_fork``), and die with the parent (``PR_SET_PDEATHSIG``):
   ``Process.terminate()`` sends SIGTERM and must end them at once, even inside a solver's C++
-  code, and a child never runs its parent's cleanup. Only while a child writes a file
-  (``compare --solutions`` in a pool worker) does SIGTERM raise :class:`Terminated` there; the
-  temporary file removed, the child then ends by SIGTERM as it would have. Programs started with
-  ``exec`` (CBC) get the default action anyway.
+  code, and a child never runs its parent's cleanup. SIGTERM is blocked in the forking thread
+  from just before the fork until the child has taken back the default action (a SIGTERM sent
+  to a child as it starts then ends it at once, and never reaches the parent's watchdog). Only
+  while a child writes a file (``compare --solutions`` in a pool worker) does SIGTERM raise
+  :class:`Terminated` there; the temporary file removed, the child then ends by SIGTERM as it
+  would have. Programs started with ``exec`` (CBC) get the default action anyway.
 - **A watchdog**: Python runs a signal handler between the main thread's bytecodes only, so a
   main thread inside a long C call that releases the GIL, or an interpreter waiting at exit for
   pool workers that did not get the signal, would end late. A thread learns of SIGTERM through
@@ -80,14 +82,29 @@ def _signal_children() -> None:
             child.terminate()
 
 
-_fork = {"parent": 0, "from_main": False}
-"""The forking process and whether its main thread forks (set before each fork)."""
+_fork = {"parent": 0, "from_main": False, "blocked": False}
+"""The forking process, whether its main thread forks and whether SIGTERM is blocked around the
+fork (set before each fork)."""
 
 
 def _before_fork() -> None:
+    """SIGTERM is blocked in the forking thread until the child has taken back its default
+    action: a SIGTERM sent to the child as it starts (a limit of a millisecond) would otherwise
+    run the parent's handler in the child and wake the parent's watchdog through the inherited
+    wakeup pipe, ending the parent 5 s later."""
+    blocked = _state["installed"] or _state["child"]
+    if blocked:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     _fork.update(
-        parent=os.getpid(), from_main=threading.current_thread() is threading.main_thread()
+        parent=os.getpid(),
+        from_main=threading.current_thread() is threading.main_thread(),
+        blocked=blocked,
     )
+
+
+def _after_fork_in_parent() -> None:
+    if _fork["blocked"]:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def _after_fork_in_child() -> None:
@@ -102,6 +119,8 @@ def _after_fork_in_child() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
     _state.update(installed=False, terminating=False, child=True)
+    if _fork["blocked"]:  # a SIGTERM that came meanwhile ends the child now, by default
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     if _fork["from_main"] and sys.platform.startswith("linux"):
         import ctypes
 
@@ -201,7 +220,8 @@ def handle_sigterm() -> Iterator[None]:
         yield
         return
     if not _state["hooked"]:
-        os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+        os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                            after_in_child=_after_fork_in_child)  # fmt: skip
         _state["hooked"] = True
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     old_fd = signal.set_wakeup_fd(_wakeup_fd(), warn_on_full_buffer=False)

@@ -70,6 +70,23 @@ STUCK_AT_EXIT = """
             time.sleep(60)
     """
 
+CHILDREN_STOPPED_AS_THEY_START = """
+        import multiprocessing as mp, time
+        from npusched.common import terminate
+
+        terminate.GRACE_S = 0.5
+        ctx = mp.get_context("fork")
+        with terminate.handle_sigterm():
+            for _ in range(40):  # a solver given a limit of a millisecond, stopped at once
+                p = ctx.Process(target=time.sleep, args=(30,))
+                p.start()
+                p.terminate()
+                p.join(5)
+                assert p.exitcode == -15, p.exitcode
+            time.sleep(1.5)  # past the watchdog's grace
+        print("alive", flush=True)
+    """
+
 
 def start(tmp_path: Path, code: str) -> subprocess.Popen[str]:
     script = tmp_path / "script.py"
@@ -142,6 +159,16 @@ def test_the_watchdog_ends_an_exit_stuck_on_a_thread(tmp_path):
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 143 and "forced" in err
     assert time.perf_counter() - t0 < 5
+
+
+def test_children_stopped_as_they_start_leave_their_parent_running(tmp_path):
+    """A child stopped before it has taken back SIGTERM's default action would run the
+    parent's handler and, through the inherited wakeup pipe, wake the parent's watchdog, which
+    then ended the parent (the flaky ``--zigzag-time-limit 0.001`` CLI test)."""
+    proc = start(tmp_path, CHILDREN_STOPPED_AS_THEY_START)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out.strip() == "alive", err
+    assert "Terminated" not in err and "forced" not in err
 
 
 def test_handler_is_restored_and_nothing_forced_in_process():
