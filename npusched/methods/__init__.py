@@ -4,7 +4,16 @@ Importing this package registers the methods of each decision (:mod:`.scheduling
 :mod:`.placement`); :data:`METHODS` lists them.
 """
 
-from npusched.methods import depth_first, flexer, lns, placement, reassign, scheduling, tiling
+from npusched.methods import (
+    depth_first,
+    flexer,
+    lns,
+    placement,
+    reassign,
+    scheduling,
+    target,
+    tiling,
+)
 from npusched.methods.registry import METHODS, Context, Method, NoParams, register, solve
 
 __all__ = [
@@ -20,5 +29,6 @@ __all__ = [
     "register",
     "scheduling",
     "solve",
+    "target",
     "tiling",
 ]

@@ -5,16 +5,19 @@ memories: :class:`~npusched.formulations.scheduling.routed.RoutedModel`) — for
 model is too large to solve whole.
 
 From the best list schedule (or a given warm start) — on a scheduling instance with a time limit
-first, where the lower bound leaves no idle time (``m·LB`` = the work), a depth-first search for
-a schedule at the bound, ``dfbb``, for a share ``fill`` of the limit
+first, where the lower bound leaves no idle time (``m·LB`` = the work), two searches for a
+schedule at the bound: the depth-first ``dfbb`` for a share ``fill`` of the limit
 (:mod:`npusched.heuristics.scheduling.depth_first`: on task graphs built around a schedule
 without idle time it finds the optimum in about a second where the graph is dense and the cores
-up to 9, and then nothing else runs), then annealed over its core assignment by
-``reassign`` for a share ``reassign`` of the rest
-(:mod:`npusched.heuristics.scheduling.reassign`: the CP-SAT rounds below keep most μops on their
-cores, and on graphs with heavy transfers the cores are what the lists choose badly) — each
-round frees a neighbourhood and re-solves it with CP-SAT for at most ``step`` seconds from the
-current schedule:
+up to 9), then CP-SAT on the decision model at the bound, ``target``, for a share ``decide`` of
+what is left (:mod:`npusched.formulations.scheduling.target`: it finds the optimum of those
+graphs at every density and up to 16 cores, within a minute or two up to n = 500); a bound
+either proves unreachable (no schedule ends by it) is raised, and the next step aims at it.
+Then the schedule is annealed over its core assignment by ``reassign`` for a share
+``reassign`` of the rest (:mod:`npusched.heuristics.scheduling.reassign`: the CP-SAT rounds
+below keep most μops on their cores, and on graphs with heavy transfers the cores are what the
+lists choose badly) — each round frees a neighbourhood and re-solves it with CP-SAT for at most
+``step`` seconds from the current schedule:
 
 - **time**: ``window`` μops consecutive by start (a random block);
 - **pair** (scheduling instances): the μops of two random cores in a random window of time,
@@ -27,7 +30,8 @@ on each link), their times free, so the schedule after the neighbourhood can clo
 allocation is the warm start's. An improvement is kept. The window grows by a
 quarter after a neighbourhood solved to optimality without an improvement and shrinks by a fifth
 after one that ran out of time, within ``[4, n]``. The search stops at the time limit or when the
-schedule meets the instance's lower bound, which proves it optimal. A round's solver gets at most
+schedule meets the instance's lower bound (or the bound a step proved), which proves it
+optimal. A round's solver gets at most
 ``step`` seconds, fewer near the limit: the most any round took beyond its solver's limit
 (building and loading the neighbourhood: seconds at n = 300 with 20 000 edges) and
 :data:`SPARE` are kept, so the search hands back its own best schedule before the limit. Its
@@ -65,9 +69,13 @@ KINDS = ("time", "pair")
 REASSIGN = 0.5
 """Default share of ``lns``'s time limit spent by ``reassign`` on the warm start's assignment
 (:mod:`npusched.heuristics.scheduling.reassign`) before the CP-SAT rounds."""
-FILL = 0.25
+FILL = 0.05
 """Default share of ``lns``'s time limit spent by ``dfbb`` looking for a schedule at the lower
-bound (:mod:`npusched.heuristics.scheduling.depth_first`) before ``reassign``."""
+bound (:mod:`npusched.heuristics.scheduling.depth_first`) before ``target``."""
+DECIDE = 0.8
+"""Default share of what is left of ``lns``'s time limit after ``dfbb`` that ``target`` (CP-SAT
+on the decision model at the lower bound, :mod:`npusched.methods.target`) spends before
+``reassign``."""
 
 
 @dataclass(frozen=True)
@@ -76,10 +84,11 @@ class LnsParams:
     per neighbourhood (``step``), the neighbourhoods taken in turn (``kinds``, comma separated:
     ``time``, ``pair``), ``priority`` of the warm start, the share of the time limit that
     ``reassign`` spends on the warm start's core assignment first (``reassign``; with a time
-    limit, on the scheduling instances ``reassign`` applies to: two or more cores), the share
-    that ``dfbb`` spends before it looking for a schedule at the lower bound (``fill``; with a
-    time limit, on scheduling instances whose bound leaves no idle time), and ``progress`` (a
-    line on stderr)."""
+    limit, on the scheduling instances ``reassign`` applies to: two or more cores), the shares
+    that ``dfbb`` and then ``target`` spend before it looking for a schedule at the lower bound
+    (``fill`` of the limit, ``decide`` of what is left after ``dfbb``; with a time limit, on
+    scheduling instances whose bound leaves no idle time), and ``progress`` (a line on
+    stderr)."""
 
     window: int = 30
     step: float = 2.0
@@ -87,12 +96,13 @@ class LnsParams:
     priority: Priority = "blevel"
     reassign: float = REASSIGN
     fill: float = FILL
+    decide: float = DECIDE
     progress: bool = False
 
     def __post_init__(self) -> None:
         if self.window < 1 or not 0 < self.step < float("inf"):
             raise ValueError("window must be at least 1 and step a positive number of seconds")
-        for name in ("reassign", "fill"):
+        for name in ("reassign", "fill", "decide"):
             if not 0 <= getattr(self, name) < 1:  # NaN fails too
                 raise ValueError(f"{name} must be a share in [0, 1), got {getattr(self, name)}")
         bad = set(self.kinds.split(",")) - set(KINDS)
@@ -120,7 +130,8 @@ def _answer(instance: Any, params: LnsParams, ctx: Context) -> Result:
     best = ctx.warm_start
     model, _ = _model(instance, best)
     rng = np.random.default_rng(ctx.seed)
-    lb = instance.lower_bound()
+    # the lower bound, or what a step before the rounds proved (no schedule ends by it)
+    lb = max([instance.lower_bound(), *(int(p.bound) for p in ctx.history if p.bound is not None)])
     kinds = ["time"] if isinstance(instance, RoutedInstance) else params.kinds.split(",")
     size, rounds, improved, n = min(params.window, instance.n), 0, 0, instance.n
     t0 = time.perf_counter() if ctx.started is None else ctx.started
@@ -165,7 +176,7 @@ def _answer(instance: Any, params: LnsParams, ctx: Context) -> Result:
     return Result(
         Status.OPTIMAL if ms <= lb else Status.FEASIBLE, "lns", "cpsat", ms, lb, solution=best,
         trace=trace, stats={"neighbourhoods": rounds, "improvements": improved, "window": size},
-        message="bound = the instance's lower_bound()",
+        message="bound = the instance's lower_bound(), or a step's proof that none ends by it",
     )  # fmt: skip
 
 
@@ -242,29 +253,38 @@ def _warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
         warm = best_list_schedule(problem)
     history = [_point(problem, warm, ctx)]
     _say(params, "list", history[-1])
-    steps = (("dfbb", params.fill, _zero_idle_bound), ("reassign", params.reassign,
-             lambda p: "reassign" in applicable(p)))  # fmt: skip
+    steps = (
+        ("dfbb", params.fill, _zero_idle_bound),
+        ("target", params.decide, _zero_idle_bound),
+        ("reassign", params.reassign, lambda p: "reassign" in applicable(p)),
+    )
+    bound = problem.lower_bound()
     for name, share, applies in steps:
         left = ctx.remaining()
-        if share <= 0 or left is None or warm.makespan(problem) <= problem.lower_bound():
+        if share <= 0 or left is None or warm.makespan(problem) <= bound:
             continue
         if not applies(problem):
             continue
-        res = solve(problem, name, time_limit=share * left, seed=ctx.seed, warm_start=warm)
+        aim = {} if name == "reassign" else {"target": bound}  # what it searches for
+        res = solve(problem, name, time_limit=share * left, threads=ctx.threads, seed=ctx.seed,
+                    warm_start=warm, **aim)  # fmt: skip
+        if res.bound is not None and res.bound > bound:  # proved: nothing ends by the bound
+            bound = int(res.bound)
+            history.append(_point(problem, warm, ctx, bound))
         if isinstance(res.solution, Schedule) and check(problem, res.solution).ok:
-            warm = _better(problem, warm, res.solution, history, ctx)
-        _say(params, name, _point(problem, warm, ctx))
+            warm = _better(problem, warm, res.solution, history, ctx, bound)
+        _say(params, name, _point(problem, warm, ctx, bound))
     return dataclasses.replace(ctx, warm_start=warm, history=tuple(history))
 
 
 def _better(
-    problem: Any, warm: Any, cand: Schedule, history: list[TracePoint], ctx: Context
+    problem: Any, warm: Any, cand: Schedule, history: list[TracePoint], ctx: Context, bound: int
 ) -> Any:
     """``cand`` when it is shorter than ``warm`` (its point added to ``history``), else
     ``warm``."""
     if cand.makespan(problem) >= warm.makespan(problem):
         return warm
-    history.append(_point(problem, cand, ctx))
+    history.append(_point(problem, cand, ctx, bound))
     return cand
 
 
@@ -275,10 +295,12 @@ def _say(params: LnsParams, step: str, point: TracePoint) -> None:
               file=sys.stderr)  # fmt: skip
 
 
-def _point(problem: Any, sched: Any, ctx: Context) -> TracePoint:
-    """An anytime point of ``sched`` now, its time from the call's start."""
+def _point(problem: Any, sched: Any, ctx: Context, bound: int | None = None) -> TracePoint:
+    """An anytime point of ``sched`` now, its time from the call's start, with ``bound``
+    (default: the instance's lower bound)."""
     t0 = time.perf_counter() if ctx.started is None else ctx.started
-    return TracePoint(time.perf_counter() - t0, sched.makespan(problem), problem.lower_bound())
+    lb = problem.lower_bound() if bound is None else bound
+    return TracePoint(time.perf_counter() - t0, sched.makespan(problem), lb)
 
 
 register(

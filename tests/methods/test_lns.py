@@ -109,12 +109,13 @@ def _mspcd(name: str):
 @needs_shared
 def test_lns_on_a_delay_instance_improves_the_list_and_verifies():
     """ogra50_50_4 (n = 50, p = 4 hypercube, optimum 600 = the instance's bound): without the
-    depth-first share, lns improves on its list warm start, every improvement in its trace; at
-    the bound it stops early and says optimal (it reaches 600 in about 4 s on an idle 2-core
-    machine, seeds 0 and 1: not asserted, that is timing). With it, the depth-first search
+    depth-first and decision-model shares, lns improves on its list warm start, every
+    improvement in its trace; at the bound it stops early and says optimal (it reaches 600 in
+    about 4 s on an idle 2-core machine, seeds 0 and 1: not asserted, that is timing). With
+    them, the depth-first search
     finds 600 (the graph is dense, the cores four) and no round runs."""
     inst = _mspcd("ogra50_50_4")
-    res = solve(inst, "lns", time_limit=20, threads=2, fill=0.0)
+    res = solve(inst, "lns", time_limit=20, threads=2, fill=0.0, decide=0.0)
     assert check(inst, res.solution).ok and res.objective >= inst.lower_bound() == 600
     assert res.trace[0].incumbent > res.trace[-1].incumbent == res.objective
     assert (res.status is Status.OPTIMAL) == (res.objective == 600)
@@ -184,7 +185,8 @@ def test_lns_rounds_end_before_the_limit_with_room_for_their_overhead():
     assert _step(2.0, 2.0, 1.0) == pytest.approx(2.0 - SPARE - 1.0)
     assert _step(2.0, SPARE + 1.05, 1.0) == 0.0  # under 0.1 s: no round
     inst, _ = known_optimum(300, 50, 16, seed=3)  # 20 177 edges: before, the limit stopped it
-    res = solve(inst, "lns", time_limit=10, threads=2, seed=0, reassign=0.0, fill=0.0)
+    res = solve(inst, "lns", time_limit=10, threads=2, seed=0, reassign=0.0, fill=0.0,
+                decide=0.0)  # fmt: skip
     assert res.method == "lns" and "fallback" not in res.stats
     assert res.stats["neighbourhoods"] >= 1 and check(inst, res.solution).ok
 
@@ -198,7 +200,8 @@ def test_lns_starts_from_reassign_s_schedule_within_its_share():
 
     inst, _ = known_optimum(50, 50, 9, seed=2)
     lists = best_list_schedule(inst).makespan(inst)
-    res = solve(inst, "lns", time_limit=6, threads=1, seed=0, reassign=0.5, fill=0.0)
+    res = solve(inst, "lns", time_limit=6, threads=1, seed=0, reassign=0.5, fill=0.0,
+                decide=0.0)  # fmt: skip
     assert check(inst, res.solution).ok
     assert res.trace[0].incumbent == lists  # the trace: the list, reassign's, then the rounds'
     assert res.objective <= res.trace[1].incumbent < lists  # reassign improves this graph
@@ -232,3 +235,40 @@ def test_lns_says_each_step_before_the_rounds(capsys):
     lines = [x for x in err.splitlines() if x.startswith("lns: ")]
     assert [x.split()[1] for x in lines] == ["list", "dfbb"]
     assert lines[1].split()[2] == str(inst.reference.optimum)
+
+
+def test_lns_runs_the_decision_model_where_the_depth_first_search_misses(capsys):
+    """A sparse graph on eight processors (its cores must be packed to exact sums, which the
+    depth-first search does not find): after ``list`` and ``dfbb``, ``target`` reaches the
+    optimum, the trace says when, and no round runs; its shares are checked."""
+    from npusched.bench.generate import known_optimum
+
+    inst, _ = known_optimum(50, 20, 8, seed=7)
+    res = solve(inst, "lns", time_limit=40, threads=2, seed=0, fill=0.05, progress=True)
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("lns: ")]
+    assert [x.split()[1] for x in lines] == ["list", "dfbb", "target"]
+    assert lines[-1].split()[2] == str(inst.reference.optimum)
+    assert res.status is Status.OPTIMAL and res.objective == inst.reference.optimum
+    assert check(inst, res.solution).ok and res.stats["neighbourhoods"] == 0
+    assert res.trace[-1].incumbent == res.objective < res.trace[0].incumbent
+    with pytest.raises(ValueError, match="decide"):
+        solve(inst, "lns", decide=1.5)
+
+
+def test_a_bound_proved_before_the_rounds_is_lns_s_bound():
+    """A graph whose bound leaves no idle time but cannot be met (a known-optimum graph with
+    its durations shuffled; ``joint`` proves 15 against the bound 14): the depth-first search
+    exhausts the bound, so 15 is a bound, and the decision model asked for 15 finds it: lns
+    answers optimal at 15 with bound 15, which its trace shows."""
+    from npusched import SchedulingInstance, UopGraph
+    from npusched.bench.generate import known_optimum
+
+    inst, _ = known_optimum(10, 70, 4, work_per_proc=14, seed=15)
+    g = inst.graph
+    latency = np.random.default_rng(15).permutation(g.latency)
+    inst = SchedulingInstance(UopGraph(latency, g.src, g.dst, g.bytes, g.ids), inst.accelerator)
+    assert inst.lower_bound() == 14 and inst.m * 14 == int(inst.min_duration.sum())
+    res = solve(inst, "lns", time_limit=20, threads=1, seed=0)
+    assert check(inst, res.solution).ok
+    assert res.status is Status.OPTIMAL and res.objective == res.bound == 15
+    assert res.trace[0].bound == 14 and res.trace[-1].bound == 15

@@ -9,6 +9,7 @@ hops of an edge are ``|R_p − R_q| + |C_p − C_q|``, and the transfer delay is
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -56,30 +57,40 @@ class JointModel:
         self.horizon = horizon + (int(beta * warm_cost) if beta else 0)
         self.model = cp_model.CpModel()
         self.xy = acc.coords()  # (m, D): (row, col) on a mesh, the bits on a hypercube
-        for add in (
-            self._intervals,
-            self._resources,
-            self._coordinates,
-            self._transfers,
-            self._makespan,
-            self._lower_bounds,
-            self._symmetry,
-        ):
-            add()
+        for add in self.FAMILIES:
+            getattr(self, add)()
         self._objective()
 
+    FAMILIES: tuple[str, ...] = (
+        "_intervals",
+        "_resources",
+        "_coordinates",
+        "_transfers",
+        "_makespan",
+        "_lower_bounds",
+        "_symmetry",
+    )
+    """The constraint families, in the order they are added (a subclass may extend them)."""
+
+    def windows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each μop's earliest and latest start within the horizon: eq. 1–2 (the heads, and
+        the horizon less the tails)."""
+        inst = self.instance
+        head = inst.graph.heads(inst.min_duration)
+        return head, self.horizon - inst.graph.tails(inst.min_duration)
+
     def _intervals(self) -> None:
-        """Start ``s_i``, presence ``y_ik`` on one core, end ``e_i = s_i + Σ_k l_ik y_ik``."""
+        """Start ``s_i`` in its window (:meth:`windows`), presence ``y_ik`` on one core, end
+        ``e_i = s_i + Σ_k l_ik y_ik``."""
         inst, md = self.instance, self.model
         dur = inst.duration
-        head = inst.graph.heads(inst.min_duration)
-        tail = inst.graph.tails(inst.min_duration)
+        head, latest = self.windows()
         self.start: list[cp_model.IntVar] = []
         self.end: list[cp_model.IntVar] = []
         self.y: list[list[cp_model.IntVar]] = []
         self.per_core: list[list[cp_model.IntervalVar]] = [[] for _ in range(inst.m)]
         for i in range(inst.n):
-            s = md.new_int_var(int(head[i]), self.horizon - int(tail[i]), f"s{i}")
+            s = md.new_int_var(int(head[i]), int(latest[i]), f"s{i}")
             e = md.new_int_var(int(head[i] + dur[i].min()), self.horizon, f"e{i}")
             ys = [md.new_bool_var(f"y{i},{k}") for k in range(inst.m)]
             md.add_exactly_one(ys)
@@ -115,39 +126,20 @@ class JointModel:
 
     def _transfers(self) -> None:
         """Hops of each edge (eq. 9: the L1 distance of the coordinates) and precedence with the
-        transfer delay.
-
-        .. math::
-            h_e = \\sum_a |X_{pa} - X_{qa}|, \\qquad
-            \\delta_e \\in \\{0, 1\\},\\; \\delta_e \\le h_e \\le h_{\\max}\\, \\delta_e, \\\\
-            s_q \\ge e_p + \\lambda_e\\, h_e + \\phi_e\\, \\delta_e
-            \\quad \\forall e = (u_p \\prec u_q)
-
-        with the delay model's per-hop and fixed terms ``(λ_e, φ_e)`` of
-        :meth:`~npusched.problem.Accelerator.delay_terms`: ``(hop latency, ⌈b_e / B⌉)`` under
-        ``"bandwidth"``, ``(c_e, 0)`` under ``"per_hop"``. ``δ_e`` says whether the edge leaves its
-        core (eq. 12's distinct mapping follows from NoOverlap).
-        """
+        transfer delay, :func:`add_transfer` on every edge."""
         inst, md = self.instance, self.model
-        acc, g = inst.accelerator, inst.graph
+        g = inst.graph
+        per_hop, fixed = inst.accelerator.delay_terms(g.bytes)
         top = self.xy.max(axis=0)
-        hmax = int(top.sum())
-        per_hop, fixed = acc.delay_terms(g.bytes)
         self.hops: list[cp_model.IntVar] = []
         self.diffs: list[list[cp_model.IntVar]] = []
         self.leaves: list[cp_model.IntVar] = []
         for e, (p, q) in enumerate(zip(g.src.tolist(), g.dst.tolist(), strict=True)):
-            diffs = []
-            for a in range(self.xy.shape[1]):
-                d = md.new_int_var(0, int(top[a]), f"d{e},{a}")
-                md.add_abs_equality(d, self.X[p][a] - self.X[q][a])
-                diffs.append(d)
-            h = md.new_int_var(0, hmax, f"h{e}")
-            md.add(h == sum(diffs))
-            leaves = md.new_bool_var(f"leaves{e}")
-            md.add(h >= leaves)
-            md.add(h <= hmax * leaves)
-            md.add(self.start[q] >= self.end[p] + int(per_hop[e]) * h + int(fixed[e]) * leaves)
+            diffs, h, leaves = add_transfer(
+                md, self.X[p], self.X[q], self.end[p], self.start[q],
+                int(per_hop[e]), int(fixed[e]), top, exact=True,
+            )  # fmt: skip
+            assert leaves is not None
             self.hops.append(h)
             self.diffs.append(diffs)
             self.leaves.append(leaves)
@@ -279,3 +271,51 @@ class JointModel:
             dtype=np.int64,
         )
         return Schedule(start, core)
+
+
+def add_transfer(
+    md: cp_model.CpModel,
+    xp: list[cp_model.IntVar],
+    xq: list[cp_model.IntVar],
+    end_p: Any,
+    start_q: Any,
+    per_hop: int,
+    fixed: int,
+    top: np.ndarray,
+    exact: bool,
+) -> tuple[list[cp_model.IntVar], cp_model.IntVar, cp_model.IntVar | None]:
+    """The precedence of an edge ``u_p → u_q`` with its transfer delay, on the separable
+    coordinates ``X`` of the two μops (one per axis: row and column on a mesh, each bit on a
+    hypercube):
+
+    .. math::
+        d_a \\ge |X_{pa} - X_{qa}|, \\qquad h_e = \\sum_a d_a, \\qquad
+        \\delta_e \\in \\{0, 1\\},\\; \\delta_e \\le h_e \\le h_{\\max}\\, \\delta_e, \\\\
+        s_q \\ge e_p + \\lambda_e\\, h_e + \\phi_e\\, \\delta_e
+
+    with the delay model's per-hop and fixed terms ``(λ_e, φ_e)`` of
+    :meth:`~npusched.problem.Accelerator.delay_terms`: ``(hop latency, ⌈b_e / B⌉)`` under
+    ``"bandwidth"``, ``(c_e, 0)`` under ``"per_hop"``; ``δ_e`` says whether the edge leaves its
+    core (eq. 12's distinct mapping follows from NoOverlap). ``exact`` states ``d_a = |X_pa −
+    X_qa|`` (the hops a NoC cost counts) and always creates ``δ_e``; otherwise only ``d_a ≥ ±(X_pa
+    − X_qa)``, which is all a makespan needs (a larger ``d_a`` only delays ``u_q``), and ``δ_e``
+    only where ``φ_e > 0``. Returns ``(d, h_e, δ_e)``."""
+    diffs = []
+    for a, (x, z) in enumerate(zip(xp, xq, strict=True)):
+        d = md.new_int_var(0, int(top[a]), "")
+        if exact:
+            md.add_abs_equality(d, x - z)
+        else:
+            md.add(d >= x - z)
+            md.add(d >= z - x)
+        diffs.append(d)
+    hmax = int(top.sum())
+    h = md.new_int_var(0, hmax, "")
+    md.add(h == sum(diffs))
+    leaves = None
+    if exact or fixed:
+        leaves = md.new_bool_var("")
+        md.add(h >= leaves)
+        md.add(h <= hmax * leaves)
+    md.add(start_q >= end_p + per_hop * h + (fixed * leaves if leaves is not None else 0))
+    return diffs, h, leaves

@@ -164,6 +164,65 @@ class UopGraph:
         the CSR array ``succ_idx``; do not modify it)."""
         return self.succ_idx[self.succ_ptr[i] : self.succ_ptr[i + 1]]
 
+    def latest_starts(self, duration: IntArray, due: IntArray) -> IntArray:
+        """Latest start of each μop when each must end by its own ``due`` time: ``L_i =
+        min(due_i, min_{i → j} L_j) − d_i`` (ALAP with per-μop deadlines); computed level by
+        level from the last. ``T − tails(duration)`` is the case ``due = T`` everywhere."""
+        d = np.asarray(duration, dtype=np.int64)
+        end = np.array(due, dtype=np.int64)
+        for e in reversed(self._by_level(self.src)):
+            np.minimum.at(end, self.src[e], end[self.dst[e]] - d[self.dst[e]])
+        return end - d
+
+    def dominated_edges(self, per_hop: IntArray, fixed: IntArray) -> np.ndarray:
+        """Edges whose transfer delay a path of two edges always covers: ``i → k`` with some
+        ``i → j → k`` whose two edges each have delay terms at least ``i → k``'s (``λ``,
+        ``φ`` of a delay ``λ·hops + φ`` between different cores). By the triangle inequality of
+        the hops, ``s_k ≥ e_j + λ_jk h_jk + φ_jk ≥ e_i + λ_ij h_ij + φ_ij + λ_jk h_jk + φ_jk ≥ e_i
+        + λ_ik h_ik + φ_ik`` (a φ counted where its edge leaves its core, and ``h_ij + h_jk ≥
+        h_ik``), so a model needs no row for ``i → k``; and a dominated edge of the path is
+        itself covered by a longer path of edges no weaker, so every dominated edge can be left
+        out at once. A boolean mask over the edges; ``O(Σ_e min(out(i), in(k)))``."""
+        lam = np.asarray(per_hop).tolist()
+        phi = np.asarray(fixed).tolist()
+        src, dst = self.src.tolist(), self.dst.tolist()
+        out: list[dict[int, int]] = [{} for _ in range(self.n)]
+        into: list[dict[int, int]] = [{} for _ in range(self.n)]
+        for e, (i, k) in enumerate(zip(src, dst, strict=True)):
+            out[i][k] = into[k][i] = e
+        mask = np.zeros(len(src), dtype=bool)
+        for e, (i, k) in enumerate(zip(src, dst, strict=True)):
+            a, b = out[i], into[k]
+            for j in a if len(a) < len(b) else b:
+                f, g = a.get(j), b.get(j)
+                if f is None or g is None:
+                    continue
+                if min(lam[f], lam[g]) >= lam[e] and min(phi[f], phi[g]) >= phi[e]:
+                    mask[e] = True
+                    break
+        return mask
+
+    def reach(self) -> np.ndarray:
+        """The ``(n, n)`` boolean matrix of :meth:`descendants` (row ``i``: the μops that
+        descend from ``i``)."""
+        width = (self.n + 7) // 8
+        rows = [b.to_bytes(width, "little") for b in self.descendants()]
+        bits = np.unpackbits(np.frombuffer(b"".join(rows), dtype=np.uint8), bitorder="little")
+        return bits.reshape(self.n, 8 * width)[:, : self.n].astype(bool)
+
+    def descendants(self) -> list[int]:
+        """Each μop's descendants (every μop a path of edges leads to from it) as a bit set: bit
+        ``j`` of entry ``i`` is set when ``j`` descends from ``i``. ``O(n²/64)`` words of memory
+        and time ``O(E·n/64)``: for models of up to some thousands of μops."""
+        below = [0] * self.n
+        ptr, idx = self.succ_ptr.tolist(), self.succ_idx.tolist()
+        for i in self.topo[::-1].tolist():
+            bits = 0
+            for j in idx[ptr[i] : ptr[i + 1]]:
+                bits |= (1 << j) | below[j]
+            below[i] = bits
+        return below
+
     def _by_level(self, of: IntArray) -> list[IntArray]:
         """Edge indices grouped by the level of ``of`` (``self.dst`` or ``self.src``), levels
         ascending."""

@@ -50,3 +50,33 @@ def asap_alap(instance: SchedulingInstance, horizon: int) -> Windows:
             f"{instance.graph.ids[i]} ({head[i] + tail[i]})"
         )
     return Windows(head, latest, horizon)
+
+
+def load_windows(instance: SchedulingInstance, horizon: int) -> Windows:
+    """Start windows for a makespan of at most ``horizon`` that also count the work around each
+    μop (ours; valid for any core assignment, with the fastest latencies ``d``):
+
+    .. math::
+
+        S_i \\ge \\Bigl\\lceil \\tfrac{1}{m}
+        \\textstyle\\sum_{j \\in \\mathrm{Anc}(i)} d_j \\Bigr\\rceil, \\qquad
+        S_i + d_i \\le T - \\Bigl\\lceil \\tfrac{1}{m}
+        \\textstyle\\sum_{j \\in \\mathrm{Desc}(i)} d_j \\Bigr\\rceil
+
+    (every ancestor has ended on ``m`` cores before ``u_i`` starts, every descendant starts
+    after it ends), then carried along the edges like eq. 1–2 (:meth:`UopGraph.heads
+    <npusched.problem.scheduling.dag.UopGraph.heads>` with these as releases,
+    :meth:`~npusched.problem.scheduling.dag.UopGraph.latest_starts` with these as due times).
+    Much narrower than :func:`asap_alap` where the graph is wide and its paths short (generated
+    graphs with a known optimum on 4 processors at density 20 %: 26 → 7 latencies wide on
+    average at n = 300). ``O(n²)`` memory (the descendant matrix): for up to some thousands of
+    μops. The windows may be empty (``latest < earliest``) when no schedule ends by
+    ``horizon``."""
+    g, m = instance.graph, instance.m
+    d = instance.min_duration
+    reach = g.reach()
+    before = -(-(reach.T.astype(np.int64) @ d) // m)  # ancestors' work / m, rounded up
+    after = -(-(reach.astype(np.int64) @ d) // m)  # descendants' work / m
+    earliest = g.heads(d, release=before)
+    latest = g.latest_starts(d, horizon - after)
+    return Windows(earliest, latest, horizon)
