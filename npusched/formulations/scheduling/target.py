@@ -3,13 +3,16 @@
 Where the joint model (:class:`~npusched.formulations.scheduling.joint.JointModel`) minimises
 the makespan down from a warm start, this model asks whether a schedule ends by ``T`` — the
 instance's lower bound, typically, where a yes is a proof of optimality. Fixing ``T`` makes the
-time windows ``[head_i, T − tail_i]`` of every μop narrow (on Davidović and Crainic's graphs with
-a known optimum, 2–5 % of a μop's latency at 16 processors and density 50–80 %: the starts are
-nearly known), and the narrow windows say much about the cores before any search:
+time windows of every μop narrow (:func:`~npusched.problem.scheduling.windows.load_windows`: the
+heads and tails, and the work of its ancestors and descendants spread over the cores; on
+Davidović and Crainic's graphs with a known optimum, 2–5 % of a μop's latency wide at 16
+processors and density 50–80 %: the starts are nearly known), and the narrow windows say much
+about the cores before any search:
 
-- **implied transfers**: an edge whose windows leave room for the longest transfer the network
-  has is met by every schedule in them; its row is left out (40–50 % of the edges of those
-  graphs at density 80 %);
+- **transfers left out**: an edge whose windows leave room for the longest transfer the network
+  has is met by every schedule in them, and an edge whose delay a path of two edges covers
+  (:meth:`~npusched.problem.scheduling.dag.UopGraph.dominated_edges`) is met wherever the path
+  is; neither gets a row (40–60 % of the edges of those graphs at density 50–80 %);
 - **hop balls**: an edge whose windows leave room for at most ``H`` hops puts its consumer within
   ``H`` hops of its producer's core (clauses on the presence literals; ``H = 0``: one core);
 - **zero idle** (when ``m·T`` equals the total work on identical cores, as on those graphs):
@@ -90,8 +93,10 @@ class TargetModel(JointModel):
         return self.head, np.maximum(self.latest, self.head)
 
     def _transfers(self) -> None:
-        """Each edge ``p → q`` by what its windows leave: the gap ``s_q − e_p`` lies in
-        ``[head_q − L_p − d_p, L_q − head_p − d_p]`` (``L`` the latest start), so
+        """Each edge ``p → q`` that no two-edge path dominates
+        (:meth:`~npusched.problem.scheduling.dag.UopGraph.dominated_edges`) by what its windows
+        leave: the gap ``s_q − e_p`` lies in ``[head_q − L_p − d_p, L_q − head_p − d_p]`` (``L``
+        the latest start), so
 
         .. math::
             \\text{gap}_{\\min} \\ge \\lambda_e h_{\\max} + \\phi_e &\\Rightarrow
@@ -117,7 +122,7 @@ class TargetModel(JointModel):
         rows = np.flatnonzero((low < per_hop * hmax + fixed) & ~g.dominated_edges(per_hop, fixed))
         within = {h: [np.flatnonzero(hops[k] <= h).tolist() for k in range(inst.m)]
                   for h in range(1, hmax)}  # fmt: skip
-        self.counts.update(edges=int(src.size), implied=int(src.size - rows.size), one_core=0,
+        self.counts.update(edges=int(src.size), left_out=int(src.size - rows.size), one_core=0,
                            balls=0)  # fmt: skip
         for e in rows.tolist():
             p, q, h = int(src[e]), int(dst[e]), int(ball[e])
