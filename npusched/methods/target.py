@@ -42,8 +42,9 @@ def _answer(instance: SchedulingInstance, params: TargetParams, ctx: Context) ->
     warm = ctx.warm_start
     lb = instance.lower_bound()
     target = lb if params.target is None else params.target
-    if warm.makespan(instance) <= target:
+    if warm.makespan(instance) <= target or target < lb:  # nothing to search for
         return _result(instance, warm, lb, {"target": target, "found": False})
+    first = TracePoint(time.perf_counter() - t0, warm.makespan(instance), lb)
     model = TargetModel(instance, target)
     stats: dict[str, Any] = {"target": target, **model.counts}
     status, solver, _ = run_cpsat(model.model, time_limit=ctx.remaining(), threads=ctx.threads,
@@ -58,7 +59,7 @@ def _answer(instance: SchedulingInstance, params: TargetParams, ctx: Context) ->
             if res.objective is not None and res.objective <= res.bound:
                 res.status = Status.OPTIMAL
             res.message = f"no schedule of makespan {target} exists (CP-SAT proved it)"
-    res.trace = [TracePoint(time.perf_counter() - t0, res.objective, res.bound)]
+    res.trace = [first, TracePoint(time.perf_counter() - t0, res.objective, res.bound)]
     return res
 
 

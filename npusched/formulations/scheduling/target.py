@@ -50,9 +50,9 @@ SYMMETRY_DEPTH = 4
 
 
 class TargetModel(JointModel):
-    """Start ``s_i`` in ``[head_i, T − tail_i]``, presence ``y_ik``, NoOverlap per core, the
-    transfers the windows do not already meet, hop balls, and, when no core may idle, the chains
-    of μops on each core (module docstring); no objective.
+    """Start ``s_i`` in its window (:meth:`windows`), presence ``y_ik``, NoOverlap per core, the
+    transfers neither the windows nor a two-edge path already meet, hop balls, and, when no core
+    may idle, the chains of μops on each core (module docstring); no objective.
 
     Parameters
     ----------
