@@ -4,6 +4,7 @@
 
     python -m npusched.bench.delays gaps [--sizes 50,100,200,500] [--procs 2,4,6,8,9,12,16]
                                          [--densities 10,50,90] [--seeds 1] [--restarts 8]
+                                         [--oracles]
     python -m npusched.bench.delays shared [--restarts 8]
     python -m npusched.bench.delays scaling [--sizes 1000,3000,10000,30000,100000] [--mesh 4x4]
                                             [--width 12] [--etf-max 31000]
@@ -19,9 +20,11 @@ priority list (HEFT-like, :func:`priority_list_schedule`) and dynamic level sche
 insertion, ``dls-1``; with insertion and ``--restarts`` perturbed restarts, ``dls``, the
 method's default), verifies every schedule and prints the mean
 gap to the optimum (makespan / optimum − 1) per size, per processor count and per density, and
-the mean time per graph. ``shared``: the same on the six Davidović–Crainic files of
-``../shared/benchmarks/mspcd``, one row each. ``scaling``: random layered DAGs with mesh delays
-(:func:`npusched.bench.generate.layered_dag`) of growing size; the CPU time of one DLS run, of
+the mean time per graph. ``--oracles`` adds two diagnostics that are not heuristics: the
+list given half of the hidden optimal schedule (:func:`oracles`). ``shared``: the same on the
+six Davidović–Crainic files of ``../shared/benchmarks/mspcd``, one row each. ``scaling``:
+random layered DAGs with mesh delays (:func:`npusched.bench.generate.layered_dag`) of growing
+size; the CPU time of one DLS run, of
 the priority list and (up to ``--etf-max`` μops) of earliest-task-first, and between successive
 sizes the growth of DLS's time against the growth of n (for near-linear cost the two ratios are
 about equal). ``exact``: the exact search (``lns``, and ``joint`` for comparison) through
@@ -47,11 +50,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tqdm import tqdm
 
 from npusched.bench.generate import check_known_optimum, known_optimum, layered_dag
 from npusched.heuristics.scheduling.dls import dls_schedule
 from npusched.heuristics.scheduling.list_scheduling import etf_schedule, priority_list_schedule
+from npusched.heuristics.scheduling.reassign import Decoder
 from npusched.io.mspcd import read_mspcd
 from npusched.methods import solve
 from npusched.problem import SchedulingInstance
@@ -75,6 +80,27 @@ def heuristics(restarts: int, etf_max: int) -> dict[str, tuple[Heuristic, int]]:
         "dls-1": (lambda i: dls_schedule(i, restarts=0), big),
         "dls": (lambda i: dls_schedule(i, restarts=restarts), big),
     }
+
+
+def oracles(hidden: Schedule) -> dict[str, tuple[Heuristic, int]]:
+    """Two lists that are given half of the hidden optimal schedule of
+    :func:`~npusched.bench.generate.known_optimum`, to tell which half a list heuristic loses:
+    ``order*`` takes its start order and puts each μop, in that order, on the core where it
+    finishes earliest (:func:`priority_list_schedule` with the priority ``−start``); ``cores*``
+    takes its cores and lets the list decoder of ``reassign`` order each core (ready μops by
+    data arrival, then static level: :class:`~npusched.heuristics.scheduling.reassign.Decoder`).
+    """
+    big = 1 << 62
+    first = -hidden.start.astype(float)
+
+    def order(inst: SchedulingInstance) -> Schedule:
+        return priority_list_schedule(inst, lambda _: first)
+
+    def cores(inst: SchedulingInstance) -> Schedule:
+        start, _, _ = Decoder(inst).decode(hidden.core.tolist())
+        return Schedule(np.asarray(start, dtype=np.int64), hidden.core.copy())
+
+    return {"order*": (order, big), "cores*": (cores, big)}
 
 
 def _base_row(inst: SchedulingInstance) -> dict[str, Any]:
@@ -248,13 +274,19 @@ def _check_graphs(args: argparse.Namespace) -> str | None:
 
 def generated(args: argparse.Namespace) -> list[tuple[SchedulingInstance, int]]:
     """The known-optimum graphs of every (size, processor count, density), ``--seeds`` each."""
-    return [
-        (known_optimum(n, d, p, seed=1000 * n + 10 * p + d + seed)[0], d)
-        for n in args.sizes
-        for p in args.procs
-        for d in args.densities
-        for seed in range(args.seeds)
-    ]
+    return [(inst, d) for inst, d, _ in generated_with_optimum(args)]
+
+
+def generated_with_optimum(
+    args: argparse.Namespace,
+) -> list[tuple[SchedulingInstance, int, Schedule]]:
+    """:func:`generated` with each graph's hidden optimal schedule."""
+    graphs = []
+    for n, p, d in itertools.product(args.sizes, args.procs, args.densities):
+        for seed in range(args.seeds):
+            inst, hidden = known_optimum(n, d, p, seed=1000 * n + 10 * p + d + seed)
+            graphs.append((inst, d, hidden))
+    return graphs
 
 
 def shared() -> list[tuple[SchedulingInstance, int]]:
@@ -266,7 +298,7 @@ def shared() -> list[tuple[SchedulingInstance, int]]:
     return graphs
 
 
-def _progress(graphs: list[tuple[SchedulingInstance, int]], desc: str) -> Any:
+def _progress(graphs: list[Any], desc: str) -> Any:
     return tqdm(graphs, desc=desc, unit="graph", file=sys.stderr, leave=False)
 
 
@@ -276,10 +308,11 @@ def gaps_main(args: argparse.Namespace) -> int:
     seconds per size. Returns 0; a schedule that fails verification raises
     ``AssertionError``."""
     methods = heuristics(args.restarts, args.etf_max)
-    names = list(methods)
-    rows = [
-        run_one(inst, methods) | {"density": d} for inst, d in _progress(generated(args), "gaps")
-    ]
+    names = list(methods) + (["order*", "cores*"] if args.oracles else [])
+    rows = []
+    for inst, d, hidden in _progress(generated_with_optimum(args), "gaps"):
+        given = methods | oracles(hidden) if args.oracles else methods
+        rows.append(run_one(inst, given) | {"density": d})
     for by in ("n", "p", "density"):
         print(gap_table(rows, names, by))
         print()
@@ -450,6 +483,8 @@ def main(argv: list[str] | None = None) -> int:
     for q in (g, s):
         q.add_argument("--restarts", type=_ints_one, default=8, help="restarts of the dls column")
         q.add_argument("--etf-max", type=_ints_one, default=500, help="ETF up to this many tasks")
+    g.add_argument("--oracles", action="store_true",
+                   help="add lists given the hidden optimum's order or cores")  # fmt: skip
     x.add_argument("--shared", action="store_true", help="the six shared MSPCD files instead")
     x.add_argument("--methods", default="lns", help="comma separated: lns, joint")
     x.add_argument(

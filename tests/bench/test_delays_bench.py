@@ -4,10 +4,13 @@ schedule is verified inside the bench)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from conftest import SHARED, needs_shared
 
-from npusched.bench.delays import goal_table, main
+from npusched.bench.delays import goal_table, main, oracles
+from npusched.bench.generate import known_optimum
+from npusched.verify import check
 
 METHODS = ("etf", "priority", "dls-append", "dls-1", "dls")
 
@@ -33,6 +36,30 @@ def test_gaps_prints_a_row_per_size_processor_count_density_and_overall(capsys):
         assert all(float(g) >= 0 for g in r[2:])  # no schedule beats the known optimum
     times = rows(out, "50")[-1]  # the time table: n, mean edges, seconds per method
     assert len(times) == 2 + len(METHODS) and int(times[1]) > 0
+
+
+def test_oracles_keep_half_of_the_hidden_schedule_and_verify():
+    inst, hidden = known_optimum(40, 90, 4, seed=3)
+    given = oracles(hidden)
+    order = given["order*"][0](inst)
+    cores = given["cores*"][0](inst)
+    assert check(inst, order).ok and check(inst, cores).ok
+    assert (cores.core == hidden.core).all()  # the hidden cores, kept
+    # the hidden order, kept: each core runs its μops in the order of their hidden starts
+    for k in range(inst.m):
+        mine = order.core == k
+        assert (np.diff(hidden.start[mine][np.argsort(order.start[mine])]) > 0).all()
+    # on a dense graph the decoder on the hidden cores finds the hidden schedule's makespan
+    assert cores.makespan(inst) == hidden.makespan(inst) == inst.reference.optimum
+
+
+def test_gaps_with_oracles_adds_their_columns(capsys):
+    args = ["gaps", "--sizes", "30", "--procs", "4", "--densities", "50", "--restarts", "0",
+            "--oracles"]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "| order* gap % | cores* gap % |" in out
+    assert all(len(r) == 2 + len(METHODS) + 2 for r in rows(out, "all"))
 
 
 @needs_shared
