@@ -255,7 +255,7 @@ def _warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
     _say(params, "list", history[-1])
     steps = (
         ("dfbb", params.fill, _zero_idle_bound),
-        ("target", params.decide, _zero_idle_bound),
+        ("target", params.decide, lambda p: _zero_idle_bound(p) and "target" in applicable(p)),
         ("reassign", params.reassign, lambda p: "reassign" in applicable(p)),
     )
     bound = problem.lower_bound()

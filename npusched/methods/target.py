@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from npusched.formulations.scheduling.target import TargetModel
+from npusched.formulations.scheduling.target import MAX_UOPS, TargetModel
 from npusched.methods.reassign import checked_warm_start
 from npusched.methods.registry import Context, Method, bounded, register
 from npusched.methods.scheduling import heuristic_result
@@ -75,6 +75,8 @@ def _applies(problem: Any) -> str | None:
     acc = problem.accelerator
     if acc.topology is None or not acc.has_comm_delays:
         return "it needs transfer delays on a mesh or hypercube"
+    if problem.n > MAX_UOPS:
+        return f"it builds models of at most {MAX_UOPS} μops (quadratic in μops), not {problem.n}"
     return None
 
 

@@ -48,6 +48,11 @@ from npusched.problem.scheduling.windows import load_windows
 SYMMETRY_DEPTH = 4
 """Levels of the stabilizer chain (μops whose cores are broken for symmetry)."""
 
+MAX_UOPS = 5000
+"""The most μops the model is built for: its windows need the descendant matrix (``n²`` bits)
+and its chains an arc per pair of μops whose windows touch, both quadratic in μops; at 500
+μops CP-SAT already takes up to a minute or two (``docs/results_delays.md``)."""
+
 
 class TargetModel(JointModel):
     """Start ``s_i`` in its window (:meth:`windows`), presence ``y_ik``, NoOverlap per core, the
@@ -76,6 +81,9 @@ class TargetModel(JointModel):
     FAMILIES = (*JointModel.FAMILIES, "_zero_idle")
 
     def __init__(self, instance: SchedulingInstance, target: int) -> None:
+        if instance.n > MAX_UOPS:
+            raise ValueError(f"{instance.n} μops: the decision model is built for at most "
+                             f"{MAX_UOPS} (quadratic in μops)")  # fmt: skip
         self.target = target
         win = load_windows(instance, target)
         self.head, self.latest = win.earliest, win.latest
@@ -209,13 +217,3 @@ class TargetModel(JointModel):
         left (least earliest start first, at its earliest)."""
         self.model.add_decision_strategy(self.start, cp_model.CHOOSE_LOWEST_MIN,
                                          cp_model.SELECT_MIN_VALUE)  # fmt: skip
-
-    def hint(self, schedule: Any) -> None:
-        """A start and a core per μop (a schedule near the target; CP-SAT repairs the rest)."""
-        md = self.model
-        md.clear_hints()
-        for i, (s, k) in enumerate(zip(schedule.start.tolist(), schedule.core.tolist(),
-                                       strict=True)):  # fmt: skip
-            md.add_hint(self.start[i], s)
-            for kk, y in enumerate(self.y[i]):
-                md.add_hint(y, int(kk == k))

@@ -73,10 +73,14 @@ def load_windows(instance: SchedulingInstance, horizon: int) -> Windows:
     μops. The windows may be empty (``latest < earliest``) when no schedule ends by
     ``horizon``."""
     g, m = instance.graph, instance.m
-    d = instance.min_duration
+    d = instance.min_duration.astype(np.int64)
     reach = g.reach()
-    before = -(-(reach.T.astype(np.int64) @ d) // m)  # ancestors' work / m, rounded up
-    after = -(-(reach.astype(np.int64) @ d) // m)  # descendants' work / m
+    above, below = np.zeros(g.n, np.int64), np.zeros(g.n, np.int64)
+    for a in range(0, g.n, 1024):  # rows in blocks: no n × n integer copy of the matrix
+        rows = reach[a : a + 1024].astype(np.int64)
+        above += d[a : a + 1024] @ rows  # work of each μop's ancestors
+        below[a : a + 1024] = rows @ d  # work of its descendants
+    before, after = -(-above // m), -(-below // m)  # spread over m cores, rounded up
     earliest = g.heads(d, release=before)
     latest = g.latest_starts(d, horizon - after)
     return Windows(earliest, latest, horizon)

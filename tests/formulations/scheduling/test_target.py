@@ -143,3 +143,22 @@ def test_target_checks_its_options_and_applies_to_delays_only():
     inst, _ = known_optimum(12, 50, 4)
     with pytest.raises(ValueError, match="target must be"):
         solve(inst, "target", target=-1)
+
+
+def test_above_its_size_target_does_not_apply_and_lns_goes_on_without_it(monkeypatch, capsys):
+    """The model is quadratic in μops: above ``MAX_UOPS`` the method refuses with its reason, the
+    model will not be built, and ``lns`` on a zero-idle instance skips the step."""
+    import npusched.formulations.scheduling.target as formulation
+    import npusched.methods.target as method
+
+    inst, _ = known_optimum(12, 50, 4, seed=1)
+    monkeypatch.setattr(method, "MAX_UOPS", 11)
+    monkeypatch.setattr(formulation, "MAX_UOPS", 11)
+    with pytest.raises(ValueError, match="at most 11 μops"):
+        solve(inst, "target")
+    with pytest.raises(ValueError, match="at most 11"):
+        TargetModel(inst, inst.lower_bound())
+    res = solve(inst, "lns", time_limit=3, threads=1, seed=0, fill=0.0, progress=True)
+    assert check(inst, res.solution).ok
+    steps = capsys.readouterr().err
+    assert "lns: list" in steps and "lns: target" not in steps
