@@ -107,7 +107,10 @@ def bench_search(
     list of dict
         Per network × architecture: the layers searched and compared (both kinds have a
         schedule), the end-to-end ``speedup`` and ``transfer_reduction`` (static over OoO, Σ
-        latency and Σ DRAM bytes over the compared layers), the largest per-layer ratios, the
+        latency and Σ DRAM bytes over the compared layers), ``speedup_bound`` (the most any
+        OoO search over these tilings could reach: Σ static latency over Σ of each layer's
+        least :func:`~npusched.heuristics.flexer.search.lat_bound`), the largest per-layer
+        ratios, the
         compared layers where OoO is at least as good as static by latency × bytes
         (``not_worse``, issue 25's goal), the wall seconds of the search, the distinct layer
         geometries searched and how many chosen schedules
@@ -134,6 +137,7 @@ def bench_search(
                 "layers": len(res.layers),
                 "compared": len(per),
                 "speedup": round(tot["speedup"], 3),
+                "speedup_bound": round(tot["speedup_bound"], 3),
                 "transfer_reduction": round(tot["transfer_reduction"], 3),
                 "best_layer_speedup": round(
                     max(_ratio(s["latency"], o["latency"]) for o, s in per), 3

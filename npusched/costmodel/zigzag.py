@@ -18,8 +18,10 @@ Cache, time limit, errors
 One JSON file per answer, ``<sha256>.json`` in ``cache_dir`` (default
 ``$NPUSCHED_CACHE/zigzag`` or ``~/.cache/npusched/zigzag``), the hash of the canonical JSON of
 (ZigZag's version, the accelerator dict, the layer dict with its mapping, engine, LOMA's
-``lpf_limit``); written through a temporary file renamed into place, read back only when it is
-whole and consistent (else recomputed and rewritten); a dictionary in memory in front of it.
+``lpf_limit``), with the SRAM's size left out of the accelerator where the tile fits it (the
+answer does not depend on it then, so the SRAM shares of a sweep's cells share answers);
+written through a temporary file renamed into place, read back only when it is whole and
+consistent (else recomputed and rewritten); a dictionary in memory in front of it.
 With ``time_limit``, each ZigZag call runs in a forked process stopped at the limit; the tile
 then gets the analytic latency (:class:`~npusched.costmodel.roofline.Roofline`), recorded in
 :attr:`ZigZagCost.fallbacks`, and nothing is cached. A description ZigZag rejects (a register
@@ -186,7 +188,7 @@ class ZigZagCost:
             out = self._fallback(shape, core, str(why))
         else:
             self._check_registers(shape, core, k, layer)
-            key = self._key(acc, layer, mapping)
+            key = self._key(_key_accelerator(acc, shape, layer), layer, mapping)
             out = self._cached(key) or self._compute(shape, core, k, acc, layer, mapping, key)
         self._memo[memo_key] = out
         return out
@@ -373,6 +375,24 @@ def zigzag_version() -> str:
         return version("zigzag-dse")
     except PackageNotFoundError:  # imported from a source tree
         return "unknown"
+
+
+def _key_accelerator(
+    acc: dict[str, Any], shape: TileShape, layer: dict[str, Any]
+) -> dict[str, Any]:
+    """The accelerator as the cache key sees it: where the SRAM (the top level) holds the whole
+    tile, its size is left out, so one answer serves every SRAM that holds the tile.
+
+    ZigZag's answer does not depend on the top level's size once the tile fits: LOMA gives the
+    lower levels (the registers, unchanged) what they hold and the top level keeps every
+    remaining loop, so the size only decides whether a mapping exists. (Checked on random conv
+    tiles at 64 and 512 KiB, footprints up to 87 % of the smaller one: equal latencies; a test
+    repeats it.) A tile that does not fit keeps the size in its key, so a rejection is never
+    served from a larger SRAM's answer."""
+    sram = acc["memories"]["sram"]
+    if footprint_bits(shape, layer) > sram["size"]:
+        return acc
+    return {**acc, "memories": {**acc["memories"], "sram": {**sram, "size": "holds the tile"}}}
 
 
 def _hash(obj: Any) -> str:

@@ -368,7 +368,10 @@ class NetworkSearch:
         return all(r.complete for r in self.layers)
 
     def totals(self) -> dict[str, float]:
-        """Sums over the layers that have both an OoO and a static schedule."""
+        """Sums over the layers that have both an OoO and a static schedule, and
+        ``speedup_bound``: the static latency over the sum of the layers' ``latency_bound``
+        (no schedule of a layer, over the tilings searched, is shorter), which no OoO search
+        over those tilings can exceed."""
         both = [(figures(r.ooo), figures(r.static)) for r in self.layers]
         done = [(o, s) for o, s in both if o and s]
         out: dict[str, float] = {
@@ -379,6 +382,8 @@ class NetworkSearch:
         }
         out["compared_layers"] = len(done)
         out["speedup"] = out["static_latency"] / max(1.0, out["ooo_latency"])
+        out["latency_bound"] = sum(o["latency_bound"] for o, _ in done)
+        out["speedup_bound"] = out["static_latency"] / max(1.0, out["latency_bound"])
         out["transfer_reduction"] = out["static_transfer_bytes"] / max(
             1.0, out["ooo_transfer_bytes"]
         )

@@ -421,3 +421,45 @@ def test_validator_and_assertion_rejections_name_the_field():
     status, (kind, message) = zz._attempt(acc, layer, mapping, "loma", 2)
     assert (status, kind) == ("error", "AssertionError")
     assert zi.field_of(message, 0, STREAM, TPU).startswith("cores/0/sram_")
+
+
+# --- the SRAM's size and the cache -----------------------------------------------------------
+
+FLEXER = load_arch("flexer-arch5")
+
+
+def _shared(kib: int):
+    return replace(FLEXER, shared_buffer_bytes=kib * 1024 * len(FLEXER.cores))
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        TileShape("conv", 16, 32, 4, 8, 3, 3),
+        TileShape("conv", 48, 32, 8, 28, 3, 3),  # 44 KiB: most of the smaller share
+        TileShape("conv", 96, 8, 8, 28, 1, 1, 2, 2),
+        TileShape("fc", 64, 256),
+    ],
+    ids=["conv", "conv-large", "conv-stride2", "fc"],
+)
+def test_the_sram_size_does_not_change_zigzags_answer_once_the_tile_fits(tmp_path, shape):
+    """What lets shares that hold a tile share its cache entry: ZigZag itself, called for 64
+    and for 1024 KiB per core, gives the same latency and parts."""
+    small = zz.ZigZagCost(_shared(64), cache_dir=tmp_path / "a", lpf_limit=2)
+    large = zz.ZigZagCost(_shared(1024), cache_dir=tmp_path / "b", lpf_limit=2)
+    a, b = small.explain(shape, small.arch.cores[0]), large.explain(shape, large.arch.cores[0])
+    assert (a.source, b.source) == ("zigzag", "zigzag")
+    assert a.latency_total2 == b.latency_total2 and a.latency == b.latency
+
+
+def test_shares_that_hold_the_tile_share_its_entry_and_one_too_small_does_not(tmp_path, counted):
+    shape = TileShape("conv", 48, 32, 8, 28, 3, 3)  # 44 928 bytes
+    first = zz.ZigZagCost(_shared(512), cache_dir=tmp_path, lpf_limit=2)
+    lat = first.latency(shape, first.arch.cores[0])
+    other = zz.ZigZagCost(_shared(64), cache_dir=tmp_path, lpf_limit=2)
+    got = other.explain(shape, other.arch.cores[0])
+    assert (got.latency, got.source, len(counted)) == (lat, "cache", 1)
+    small = zz.ZigZagCost(_shared(32), cache_dir=tmp_path, lpf_limit=2)
+    with pytest.raises(ValueError, match="does not fit"):
+        small.latency(shape, small.arch.cores[0])
+    assert len(list(tmp_path.iterdir())) == 1

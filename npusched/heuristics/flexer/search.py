@@ -354,7 +354,9 @@ def search_layer(
         ``feasible`` with the best schedule as ``solution`` and its metric as ``objective``
         (a heuristic: nothing is proven optimal); ``time_limit_no_solution`` when the deadline
         passed first, ``error`` when no tiling × dataflow fits. ``bound``: the least
-        :func:`metric_bound` of the viable tilings. ``stats``: ``tiling``, ``dataflow``,
+        :func:`metric_bound` of the viable tilings. ``stats``: ``latency_bound`` (the least
+        :func:`lat_bound` of the viable tilings: no schedule of the layer in this tiling space,
+        OoO or static, is shorter), ``tiling``, ``dataflow``,
         ``latency``, ``transfer_bytes``, ``bytes_by_type``, ``reloads`` of the best, and
         ``tilings`` (viable), ``evaluated`` and ``complete`` (the search ran to its end).
 
@@ -379,6 +381,7 @@ def search_layer(
     out = Result(Status.FEASIBLE, f"flexer-{kind}", "none", solution=sched)
     out.bound = cands[0][0] if cands else None
     out.stats = {"tilings": len(cands), "evaluated": evaluated, "complete": done}
+    out.stats["latency_bound"] = min((lat_bound(p, s) for _, _, p in cands), default=None)
     if best is None:
         out.status = Status.ERROR if done else Status.TIME_LIMIT_NO_SOLUTION
         out.message = "no tiling x dataflow fits" if done else "time limit before a schedule"

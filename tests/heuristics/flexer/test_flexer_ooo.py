@@ -348,21 +348,26 @@ def test_branch_and_bound_finds_the_exhaustive_best():
     s = Settings(n_npus=2, capacity=96 * 1024, bandwidth=16, max_ops=64)
     ooo, static = (search_layer(net, layer, s, kind) for kind in ("ooo", "static"))
     best: dict[str, float] = {}
+    bounds, shortest = [], np.inf
     for tiles in tiling_space(net, layer, s):
         p = layer_problem(net, layer, tiles, s)
         if p.n_ops > s.max_ops or max(p.footprint(o) for o in range(p.n_ops)) > s.capacity:
             continue
         assert lat_bound(p, s) >= p.latency.sum() / 2
+        bounds.append(lat_bound(p, s))
         for kind, dfs in (
             ("ooo", list(DATAFLOWS)),
             ("static", [f"{o}/{x}" for o, x in STATIC_DATAFLOWS]),
         ):
             for df in dfs:
                 try:
-                    m = run(p, s, kind, df).metric()
+                    sched = run(p, s, kind, df)
                 except NoFit:
                     continue
-                best[kind] = min(best.get(kind, np.inf), m)
+                best[kind] = min(best.get(kind, np.inf), sched.metric())
+                shortest = min(shortest, sched.latency)
+    for res in (ooo, static):  # the least bound of the tilings: no schedule is shorter
+        assert res.stats["latency_bound"] == min(bounds) <= shortest
     for res, kind in ((ooo, "ooo"), (static, "static")):
         assert res.status is Status.FEASIBLE and res.solution is not None
         assert res.objective == best[kind] == res.solution.metric()
