@@ -431,6 +431,7 @@ def _layer_json(r: LayerRuns) -> dict[str, Any]:
         "ooo_bytes_by_type": get(o, "bytes_by_type"),
         "static_bytes_by_type": get(st, "bytes_by_type"),
         "tilings": r.tilings,
+        "latency_bound": get(o or st, "latency_bound"),
         "ooo_evaluated": r.ooo_evaluated,
         "static_evaluated": r.static_evaluated,
         "complete": r.complete,

@@ -122,5 +122,6 @@ def test_network_search_verifies():
     assert out["total"]["compared_layers"] == 1
     tot = out["total"]
     assert tot["latency_bound"] == res.layers[0].ooo.stats["latency_bound"] > 0
+    assert out["layers"][0]["latency_bound"] == tot["latency_bound"]
     assert tot["speedup"] <= tot["speedup_bound"] == tot["static_latency"] / tot["latency_bound"]
     assert out["layers"][0]["tiling"] == list(res.layers[0].ooo.stats["tiling"])
