@@ -167,6 +167,21 @@ def test_resume_takes_earlier_cells_and_searches_the_rest(tmp_path, capsys, monk
     assert text.startswith("intro\n<!-- sweep -->") and "old" not in text and text.endswith("end\n")
 
 
+def test_a_stopped_sweep_goes_on_with_its_own_json_as_resume(tmp_path, monkeypatch):
+    """``--json F --resume F``: the cells F holds are kept, the rest searched, F holds all."""
+    rows_file = tmp_path / "rows.json"
+    base = ["--networks", "squeezenet", "--costs", "analytic", "--npus", "2", "--buffers", "512",
+            "--max-ops", "8", "--workers", "1", "--plot", "", "--json", str(rows_file)]  # fmt: skip
+    assert main([*base, "--dram", "8"]) == 0
+    searched = []
+    cell = flexer_sweep.sweep_cell
+    monkeypatch.setattr(flexer_sweep, "sweep_cell",
+                        lambda *a: searched.append(a[1].dram_bytes_per_cycle()) or cell(*a))
+    assert main([*base, "--dram", "8,16", "--resume", str(rows_file)]) == 0
+    assert searched == [16]
+    assert [r["dram"] for r in json.loads(rows_file.read_text())] == [8, 16]
+
+
 def test_every_out_of_order_search_can_be_swept(capsys):
     """``--scheduler`` offers the three OoO searches of ``search_network`` and nothing else."""
     for kind in OOO_KINDS:
