@@ -4,6 +4,7 @@ npusched.bench.flexer_sweep``.
     python -m npusched.bench.flexer_sweep [--networks vgg16,resnet50,yolov2]
         [--costs analytic,zigzag] [--npus 2,4] [--buffers 128,256,512,1024]
         [--dram 4,8,16,32,64] [--scheduler ooo|beam|lns] [--max-ops 256] [--workers 2]
+        [--lpf-limit 6]
         [--json rows.json] [--resume a.json,b.json] [--plot flexer-sweep.png] [--doc FILE.md]
 
 Flexer's Table 1 varies three things of its multi-NPU: the NPUs (2, 4), the global buffer (256,
@@ -27,6 +28,11 @@ the whole sweep is a run of hours. ``--max-ops`` and fewer values make it shorte
 ``--resume`` takes the cells an earlier run has written (``--json``) from its rows instead of
 searching them again: a sweep stopped half-way goes on where it stopped, and parts of the grid
 run on several machines are joined into one table and one heat map (:func:`earlier_rows`).
+
+With ``--costs zigzag`` every distinct tile shape costs one ZigZag call (cached on disk, one
+answer for every buffer share that holds the tile). ``--lpf-limit`` sets LOMA's loop prime
+factor limit: ZigZag's default 6, or 3, which gave the same latency on 120 of 120 tile
+shapes of VGG16's sweep in 28 % of the time (``docs/results_flexer.md``).
 
 A sweep value that is not a positive number, an unknown network or cost model, or a
 ``--resume`` file that is not a list of sweep rows is a one-line error, exit 2.
@@ -82,7 +88,7 @@ def sweep_arch(base: Arch, npus: int, buffer_kib: float, dram: float) -> Arch:
 
 
 def sweep_cell(net_name: str, arch: Arch, cost: str, max_ops: int, workers: int,
-               kinds: tuple[str, ...]) -> dict[str, Any]:  # fmt: skip
+               kinds: tuple[str, ...], lpf_limit: int = 6) -> dict[str, Any]:  # fmt: skip
     """One cell of the sweep: the OoO and static searches of ``net_name`` on ``arch``, their
     end-to-end ratios over the layers both schedule (``None`` when none: every tiling of each
     layer overflows the buffer), how many chosen schedules verified, and each compared
@@ -94,7 +100,7 @@ def sweep_cell(net_name: str, arch: Arch, cost: str, max_ops: int, workers: int,
     RuntimeError
         A chosen schedule fails verification.
     """
-    settings = Settings.from_arch(arch, cost=cost, max_ops=max_ops)
+    settings = Settings.from_arch(arch, cost=cost, max_ops=max_ops, lpf_limit=lpf_limit)
     res = search_network(load_network(net_name), settings, kinds=kinds, workers=workers)
     tot = res.totals()
     none = not tot["compared_layers"]  # no layer both searches schedule: no ratio
@@ -117,15 +123,18 @@ def sweep_cell(net_name: str, arch: Arch, cost: str, max_ops: int, workers: int,
         "search_s": round(res.search_seconds, 1),
         "scheduler": kinds[0],
         "max_ops": max_ops,
+        "lpf_limit": lpf_limit if cost == "zigzag" else None,
         "layers": layers,
     }
 
 
 def cell_key(row: dict[str, Any]) -> tuple[Any, ...]:
     """A row's cell and settings (:data:`CELL`) as one comparable key (numbers as floats, so
-    2 and 2.0 NPUs are one cell)."""
-    return tuple(row[k] if k in ("network", "cost", "scheduler") else float(row[k])
-                 for k in CELL)  # fmt: skip
+    2 and 2.0 NPUs are one cell), and for ZigZag's cells its ``lpf_limit`` (6 where a row
+    does not say)."""
+    key = tuple(row[k] if k in ("network", "cost", "scheduler") else float(row[k])
+                for k in CELL)  # fmt: skip
+    return (*key, float(row.get("lpf_limit") or 6) if row["cost"] == "zigzag" else None)
 
 
 def earlier_rows(paths: list[Path]) -> dict[tuple[Any, ...], dict[str, Any]]:
@@ -223,6 +232,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                     "or flexer-lns (the beam, re-timed for lns_seconds per layer)")  # fmt: skip
     ap.add_argument("--max-ops", type=int, default=256, help="operations per tiling (0: all)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--lpf-limit", type=int, default=6,
+                    help="ZigZag: LOMA's loop prime factor limit (ZigZag's default 6)")
     ap.add_argument("--regime", type=float, default=1.2, help="speed-up the summary looks for")
     ap.add_argument("--json", type=Path, help="write the rows to this file")
     ap.add_argument("--resume", default="",
@@ -248,8 +259,9 @@ def _grid(args: argparse.Namespace) -> tuple[list[str], list[str], list[list[flo
             positive_list(args.dram, "--dram")]  # fmt: skip
     if any(n != int(n) for n in axes[0]):
         raise ValueError(f"--npus: NPU counts must be whole numbers, got {args.npus!r}")
-    if args.max_ops < 0 or args.workers < 1 or args.regime <= 0:
-        raise ValueError("--max-ops must be >= 0, --workers >= 1 and --regime > 0")
+    if args.max_ops < 0 or args.workers < 1 or args.regime <= 0 or args.lpf_limit < 1:
+        raise ValueError("--max-ops must be >= 0, --workers >= 1, --lpf-limit >= 1 and "
+                         "--regime > 0")  # fmt: skip
     for name in nets:
         load_network(name)
     return nets, costs, axes
@@ -278,11 +290,12 @@ def main(argv: list[str] | None = None) -> int:
     resumed, t0 = 0, time.perf_counter()
     for net, cost in itertools.product(nets, costs):
         for n, kib, bw in itertools.product(npus, buffers, drams):
-            cell = (net, cost, n, kib, bw, kinds[0], args.max_ops)
-            row = earlier.get(cell_key(dict(zip(CELL, cell, strict=True))))
+            cell = dict(zip(CELL, (net, cost, n, kib, bw, kinds[0], args.max_ops), strict=True))
+            row = earlier.get(cell_key({**cell, "lpf_limit": args.lpf_limit}))
             if row is None:
                 arch = sweep_arch(base, int(n), kib, bw)
-                row = sweep_cell(net, arch, cost, args.max_ops, args.workers, kinds)
+                row = sweep_cell(net, arch, cost, args.max_ops, args.workers, kinds,
+                                 args.lpf_limit)  # fmt: skip
             else:
                 resumed += 1
             rows.append(row)
@@ -304,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {', '.join(map(str, paths))}", flush=True)
     head = (f"sweep: {len(rows)} cells, {len(rows) - resumed} searched in "
             f"{time.perf_counter() - t0:.0f} s and {resumed} taken from --resume "
-            f"(--scheduler {args.scheduler}, --max-ops {args.max_ops})")  # fmt: skip
+            f"(--scheduler {args.scheduler}, --max-ops {args.max_ops}"
+            f"{f', --lpf-limit {args.lpf_limit}' if 'zigzag' in costs else ''})")  # fmt: skip
     table = tabulate([_shown(r) for r in rows], headers="keys", tablefmt="github")
     lines = f"{regime(rows, args.regime)}\n{regime(rows, args.regime, 'common_speedup')}"
     publish(f"{head}\n\n{table}\n\n{lines}", args.doc, args.block)
@@ -314,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
 def _shown(row: dict[str, Any]) -> dict[str, Any]:
     """A row as the table shows it: without the per-layer figures and the settings that the
     table's head line gives."""
-    return {k: v for k, v in row.items() if k not in ("layers", "scheduler", "max_ops")}
+    return {k: v for k, v in row.items()
+            if k not in ("layers", "scheduler", "max_ops", "lpf_limit")}  # fmt: skip
 
 
 def _plot_path(plot: str, net: str, cost: str) -> Path:

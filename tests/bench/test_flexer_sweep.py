@@ -108,7 +108,8 @@ def test_grid_and_heat_map_of_rows(tmp_path):
     [(["--dram", "4,0"], "--dram"), (["--buffers", "-1"], "--buffers"),
      (["--npus", "2.5"], "--npus"), (["--npus", "x"], "--npus"),
      (["--buffers", "inf"], "--buffers"), (["--dram", "nan"], "--dram"),
-     (["--costs", "gpu"], "--costs"), (["--networks", "nosuchnet"], "nosuchnet")],
+     (["--costs", "gpu"], "--costs"), (["--networks", "nosuchnet"], "nosuchnet"),
+     (["--lpf-limit", "0"], "--lpf-limit")],
 )  # fmt: skip
 def test_bad_sweep_values_are_one_line_errors(args, word, capsys):
     assert main([*args, "--plot", ""]) == 2
@@ -189,3 +190,12 @@ def test_every_out_of_order_search_can_be_swept(capsys):
     with pytest.raises(SystemExit):
         flexer_sweep._parse(["--scheduler", "static"])
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_zigzag_cells_are_keyed_by_their_lpf_limit():
+    row = {"network": "vgg16", "cost": "zigzag", "npus": 2, "buffer_kib": 128, "dram": 4,
+           "scheduler": "ooo", "max_ops": 256}  # fmt: skip
+    assert flexer_sweep.cell_key(row) == flexer_sweep.cell_key({**row, "lpf_limit": 6})
+    assert flexer_sweep.cell_key(row) != flexer_sweep.cell_key({**row, "lpf_limit": 3})
+    analytic = {**row, "cost": "analytic"}
+    assert flexer_sweep.cell_key(analytic) == flexer_sweep.cell_key({**analytic, "lpf_limit": 3})

@@ -125,3 +125,20 @@ def test_network_search_verifies():
     assert out["layers"][0]["latency_bound"] == tot["latency_bound"]
     assert tot["speedup"] <= tot["speedup_bound"] == tot["static_latency"] / tot["latency_bound"]
     assert out["layers"][0]["tiling"] == list(res.layers[0].ooo.stats["tiling"])
+
+
+def test_zigzag_settings_carry_their_lpf_limit(monkeypatch):
+    from npusched.arch import load_arch
+    from npusched.costmodel.models import ComputeSteps
+    from npusched.heuristics.flexer import search
+
+    arch = load_arch("flexer-arch5")
+    asked = []
+    monkeypatch.setattr(search, "_cost", lambda *a: asked.append(a) or ComputeSteps())
+    net = small_net()
+    s = Settings.from_arch(arch, cost="zigzag", lpf_limit=3, max_ops=16)
+    search.layer_problem(net, net.layers[0], (32, 8, 8, 32), s)
+    assert asked and asked[0][2] == 3
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="lpf_limit"):
+            Settings.from_arch(arch, cost="zigzag", lpf_limit=bad)

@@ -117,7 +117,7 @@ def layer_problem(net: Network, layer: Layer, tiles: tuple[int, ...], s: Setting
     latency_of = None
     if s.cost != "compute":
         assert s.arch is not None
-        model, core = _cost(s.cost, s.arch), s.arch.cores[0]
+        model, core = _cost(s.cost, s.arch, s.lpf_limit), s.arch.cores[0]
 
         def latency_of(shape: TileShape) -> int:
             return model.latency(shape, core)
@@ -134,8 +134,11 @@ def layer_problem(net: Network, layer: Layer, tiles: tuple[int, ...], s: Setting
 
 
 @functools.lru_cache(maxsize=8)
-def _cost(name: str, arch: Arch) -> CostModel:
-    """One cost model per process and architecture (its cache serves every tiling)."""
+def _cost(name: str, arch: Arch, lpf_limit: int) -> CostModel:
+    """One cost model per process, architecture and LOMA limit (its cache serves every
+    tiling); ``lpf_limit`` matters to ZigZag only."""
+    if name == "zigzag":
+        return cost_model(name, arch, lpf_limit=lpf_limit)
     return cost_model(name, arch)
 
 

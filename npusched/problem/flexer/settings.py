@@ -42,6 +42,7 @@ class Settings:
     prefetch: bool = False
     fill_drain: int | None = None  # cycles per operation; None: rows + columns of the array
     cost: str = "compute"  # intra-core cost model of an operation (npusched.costmodel)
+    lpf_limit: int = 6  # cost "zigzag": LOMA's loop prime factor limit (ZigZag's default 6)
     arch: Arch | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -72,6 +73,9 @@ class Settings:
             raise ValueError(f"fill_drain must be >= 0, got {self.fill_drain}")
         if self.cost not in ("compute", "analytic", "zigzag"):
             raise ValueError(f"unknown cost model {self.cost!r}; choose compute, analytic, zigzag")
+        if isinstance(self.lpf_limit, bool) or int(self.lpf_limit) != self.lpf_limit \
+                or self.lpf_limit < 1:  # fmt: skip
+            raise ValueError(f"lpf_limit must be an integer >= 1, got {self.lpf_limit}")
         if self.cost != "compute" and self.arch is None:
             raise ValueError(f"the {self.cost} cost model needs the architecture (from_arch)")
 
