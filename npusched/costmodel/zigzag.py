@@ -19,8 +19,10 @@ One JSON file per answer, ``<sha256>.json`` in ``cache_dir`` (default
 ``$NPUSCHED_CACHE/zigzag`` or ``~/.cache/npusched/zigzag``), the hash of the canonical JSON of
 (ZigZag's version, the accelerator dict, the layer dict with its mapping, engine, LOMA's
 ``lpf_limit``), with the SRAM's size left out of the accelerator where the tile fits it (the
-answer does not depend on it then, so the SRAM shares of a sweep's cells share answers);
-written through a temporary file renamed into place, read back only when it is whole and
+answer does not depend on it then, so the SRAM shares of a sweep's cells share answers). A
+rejection of the description (below) under a key with the SRAM's size (a tile that does not fit
+it) is cached as well and raises the same error again. Entries
+are written through a temporary file renamed into place, read back only when it is whole and
 consistent (else recomputed and rewritten); a dictionary in memory in front of it.
 With ``time_limit``, each ZigZag call runs in a forked process stopped at the limit; the tile
 then gets the analytic latency (:class:`~npusched.costmodel.roofline.Roofline`), recorded in
@@ -189,7 +191,12 @@ class ZigZagCost:
         else:
             self._check_registers(shape, core, k, layer)
             key = self._key(_key_accelerator(acc, shape, layer), layer, mapping)
-            out = self._cached(key) or self._compute(shape, core, k, acc, layer, mapping, key)
+            entry = self._entry(key)
+            rejected = _valid_rejection(entry)
+            if rejected is not None:  # ZigZag's own rejection, cached: the same error
+                self.stats["cache"] += 1
+                raise ValueError(self._rejection(shape, core, k, layer, *rejected))
+            out = self._cached(entry) or self._compute(shape, core, k, acc, layer, mapping, key)
         self._memo[memo_key] = out
         return out
 
@@ -220,21 +227,30 @@ class ZigZagCost:
     def _path(self, key: str) -> Path:
         return self.cache_dir / f"{key}.json"
 
-    def _cached(self, key: str) -> ZigZagBreakdown | None:
-        """The disk cache's answer, or ``None`` when it is missing, unreadable or inconsistent."""
+    def _entry(self, key: str) -> dict[str, Any] | None:
+        """The disk cache's entry of ``key``, or ``None`` when it is missing, unreadable, of
+        another format or key."""
         try:
             entry = json.loads(self._path(key).read_text())
         except (OSError, ValueError):
             return None
-        result = _valid_entry(entry, key)
-        if result is None:
+        if not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT:
+            return None
+        return entry if entry.get("key") == key else None
+
+    def _cached(self, entry: dict[str, Any] | None) -> ZigZagBreakdown | None:
+        """The entry's answer, or ``None`` when there is none or it is inconsistent."""
+        result = None if entry is None else _valid_result(entry.get("result"))
+        if entry is None or result is None:
             return None
         self.stats["cache"] += 1
         return _breakdown(result, "cache", float(entry.get("runtime_s", 0.0)))
 
     def _store(
-        self, key: str, shape: TileShape, core: CoreSpec, result: dict[str, Any], runtime: float
+        self, key: str, shape: TileShape, core: CoreSpec, runtime: float, **answer: Any
     ) -> None:
+        """Write ``answer`` (``result=``: ZigZag's numbers; ``rejected=[kind, message]``: its
+        rejection of the description) under ``key``."""
         entry = {
             "format": CACHE_FORMAT,
             "key": key,
@@ -244,7 +260,7 @@ class ZigZagCost:
             "core": core.name,
             "shape": list(shape.key()),
             "runtime_s": round(runtime, 4),
-            "result": result,
+            **answer,
         }
         with contextlib.suppress(OSError):  # a cache that cannot be written is only slower
             write_json(self._path(key), entry, indent=None)
@@ -281,11 +297,13 @@ class ZigZagCost:
             self.stats["zigzag"] += 1
             if _valid_result(value) is None:
                 return self._fallback(shape, core, f"ZigZag returned no usable latency: {value}")
-            self._store(key, shape, core, value, runtime)
+            self._store(key, shape, core, runtime, result=value)
             return _breakdown(value, "zigzag", runtime)
         kind, message = value
         if kind == "failed":  # ZigZag broke on a description it accepted: not the arch's fault
             return self._fallback(shape, core, f"ZigZag failed: {message}")
+        if _key_accelerator(acc, shape, layer) is acc:  # a key with the SRAM's size: exact
+            self._store(key, shape, core, runtime, rejected=[kind, message])
         raise ValueError(self._rejection(shape, core, k, layer, kind, message))
 
     def _fallback(self, shape: TileShape, core: CoreSpec, reason: str) -> ZigZagBreakdown:
@@ -595,12 +613,12 @@ def _valid_result(result: Any) -> dict[str, Any] | None:
     return result
 
 
-def _valid_entry(entry: Any, key: str) -> dict[str, Any] | None:
-    if not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT:
+def _valid_rejection(entry: dict[str, Any] | None) -> tuple[str, str] | None:
+    """A cached rejection's ``(kind, message)``, or ``None`` (no entry, or not a rejection)."""
+    got = None if entry is None else entry.get("rejected")
+    if not (isinstance(got, list) and len(got) == 2 and all(isinstance(x, str) for x in got)):
         return None
-    if entry.get("key") != key:
-        return None
-    return _valid_result(entry.get("result"))
+    return (got[0], got[1]) if got[0] != "failed" else None
 
 
 def _breakdown(result: dict[str, Any], source: str, runtime: float) -> ZigZagBreakdown:

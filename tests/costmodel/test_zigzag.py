@@ -358,7 +358,12 @@ def test_tile_larger_than_the_sram(tmp_path, time_limit):
         "cores/0/memory_bytes: the fc K4096 C1024 tile does not fit the core's SRAM: its "
         "operands need 4203520 bytes (W 4194304, I 1024, O 8192), the SRAM holds 2097152"
     )
-    assert not list(tmp_path.iterdir())
+    (entry,) = tmp_path.iterdir()  # ZigZag's rejection is cached: the same error, no call
+    assert json.loads(entry.read_text())["rejected"][0] == "no_loop_ordering"
+    again = zz.ZigZagCost(STREAM, cache_dir=tmp_path, time_limit=time_limit)
+    with pytest.raises(ValueError) as second:
+        again.latency(TileShape("fc", 4096, 1024), TPU)
+    assert str(second.value) == str(err.value) and again.stats["cache"] == 1
 
 
 def test_shared_buffer_share_is_named(tmp_path):
@@ -462,4 +467,6 @@ def test_shares_that_hold_the_tile_share_its_entry_and_one_too_small_does_not(tm
     small = zz.ZigZagCost(_shared(32), cache_dir=tmp_path, lpf_limit=2)
     with pytest.raises(ValueError, match="does not fit"):
         small.latency(shape, small.arch.cores[0])
-    assert len(list(tmp_path.iterdir())) == 1
+    assert len(counted) == 2  # ZigZag asked: the fitting tile's answer was not served
+    entries = [json.loads(p.read_text()) for p in tmp_path.iterdir()]
+    assert sorted("rejected" in e for e in entries) == [False, True]
