@@ -54,36 +54,43 @@ def sweep_shapes(networks: list[str], settings: Settings) -> list[TileShape]:
     return [seen[k] for k in sorted(seen, key=repr)]
 
 
-def compare(shapes: list[TileShape], limits: list[int], arch_share_kib: float = 1024) -> list[dict]:
+def compare(shapes: list[TileShape], limits: list[int], buffer_kib: float = 1024) -> list[dict]:
     """One row per limit: shapes costed, shapes whose ``latency_total2`` equals the largest
-    limit's, the largest relative difference, seconds of ZigZag calls (tiles ZigZag rejects
-    are left out of every row)."""
-    arch = sweep_arch(load_arch(BASE_ARCH), 2, arch_share_kib, 32)
+    limit's, the largest relative difference, seconds of ZigZag calls. A tile ZigZag rejects
+    (too large for the share: the sweep never asks for it) or answers under no limit (the
+    analytic fallback, no ``latency_total2``) is left out of every row; ``left_out`` counts
+    them. ``buffer_kib`` is the whole global buffer, shared by the 2 NPUs."""
+    arch = sweep_arch(load_arch(BASE_ARCH), 2, buffer_kib, 32)
     core = arch.cores[0]
     got: dict[int, list[float]] = {lim: [] for lim in limits}
     secs = dict.fromkeys(limits, 0.0)
+    left_out = 0
     with tempfile.TemporaryDirectory() as tmp:
         models = {lim: ZigZagCost(arch, cache_dir=Path(tmp) / str(lim), lpf_limit=lim)
                   for lim in limits}  # fmt: skip
         for shape in shapes:
-            answers = {}
+            answers: dict[int, float | None] = {}
             try:
                 for lim, model in models.items():
                     t0 = time.perf_counter()
-                    answers[lim] = float(model.explain(shape, core).latency_total2 or 0)
+                    answers[lim] = model.explain(shape, core).latency_total2
                     secs[lim] += time.perf_counter() - t0
-            except ValueError:  # does not fit the share: the sweep never asks for it
+            except ValueError:  # does not fit the share
+                answers = {}
+            costed = {lim: a for lim, a in answers.items() if a is not None}
+            if len(costed) < len(limits):
+                left_out += 1
                 continue
             for lim in limits:
-                got[lim].append(answers[lim])
+                got[lim].append(costed[lim])
     ref = got[max(limits)]
     rows = []
     for lim in limits:
-        diffs = [abs(a - r) / r for a, r in zip(got[lim], ref, strict=True)]
+        diffs = [abs(a - r) / max(r, 1.0) for a, r in zip(got[lim], ref, strict=True)]
         rows.append({"lpf_limit": lim, "shapes": len(ref),
                      "same_as_largest": sum(d == 0 for d in diffs),
                      "max_rel_diff": max(diffs, default=0.0),
-                     "zigzag_s": round(secs[lim], 1)})  # fmt: skip
+                     "zigzag_s": round(secs[lim], 1), "left_out": left_out})  # fmt: skip
     return rows
 
 

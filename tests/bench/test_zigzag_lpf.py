@@ -35,3 +35,27 @@ def test_bad_values_are_one_line_errors(args, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("error:")
+
+
+def test_a_fallback_answer_leaves_the_shape_out_of_every_row(monkeypatch):
+    """A shape ZigZag answers with the analytic fallback (no ``latency_total2``) under one
+    limit is compared under none, and counted as left out."""
+    from dataclasses import replace
+
+    from npusched.bench import zigzag_lpf
+    from npusched.costmodel.zigzag import ZigZagCost
+
+    settings = Settings.from_arch(sweep_arch(load_arch("flexer-arch5"), 2, 1024, 32), max_ops=4)
+    shapes = sweep_shapes(["squeezenet"], settings)[:3]
+    real = ZigZagCost.explain
+
+    def explain(self, shape, core):
+        got = real(self, shape, core)
+        if shape.key() == shapes[0].key() and self.lpf_limit == 1:
+            return replace(got, latency_total2=None, source="analytic fallback: test")
+        return got
+
+    monkeypatch.setattr(ZigZagCost, "explain", explain)
+    rows = zigzag_lpf.compare(shapes, [1, 2])
+    assert [r["shapes"] for r in rows] == [2, 2]
+    assert all(r["left_out"] == 1 for r in rows)
