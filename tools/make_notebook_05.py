@@ -27,7 +27,8 @@ import numpy as np
 
 from npusched import solve
 from npusched.arch import load_arch
-from npusched.heuristics.flexer.ooo import NoFit, ooo_schedule, static_schedule
+from npusched.heuristics.flexer.ooo import NoFit, ooo_schedule
+from npusched.heuristics.flexer.static import static_schedule
 from npusched.heuristics.flexer.search import STATIC_DATAFLOWS
 from npusched.problem.flexer.settings import Settings
 from npusched.heuristics.flexer.spill import flexer_victims, spill_key

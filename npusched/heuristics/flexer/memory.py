@@ -49,7 +49,7 @@ class NoFit(Exception):
 class Buffer:
     """Contiguous global buffer of ``capacity`` bytes managed as in Flexer §4.1.
 
-    ``segs`` holds ``[size, data, free_at]`` per segment in address order (``data = FREE`` for
+    ``segs`` holds ``(size, data, free_at)`` per segment in address order (``data = FREE`` for
     free space, ``free_at`` the time it became free). ``now`` (cycles, 0 at first) is when the
     set being placed could start: space free by then ranks first (module notes); the engine
     sets it to the time the first NPU is free before it places a set.
@@ -57,7 +57,7 @@ class Buffer:
 
     def __init__(self, capacity: int, policy: str | SpillPolicy = "flexer") -> None:
         self.capacity = capacity
-        self.segs: list[list[int]] = [[capacity, FREE, 0]]
+        self.segs: list[tuple[int, int, int]] = [(capacity, FREE, 0)]
         self.now = 0  # when the set being placed could start; space free by then goes first
         self.policy = POLICIES[policy] if isinstance(policy, str) else policy
 
@@ -66,7 +66,7 @@ class Buffer:
         runs of a set and for the branches of :mod:`~npusched.heuristics.flexer.beam`)."""
         out = Buffer.__new__(Buffer)
         out.capacity, out.policy, out.now = self.capacity, self.policy, self.now
-        out.segs = [s[:] for s in self.segs]
+        out.segs = self.segs[:]  # the segments are tuples: shared
         return out
 
     def used(self) -> int:
@@ -91,9 +91,9 @@ class Buffer:
     def free(self, data: int, at: int) -> None:
         """Mark ``data``'s block free from time ``at`` (it stays a separate segment so that an
         equally sized tile can replace it in place)."""
-        for s in self.segs:
+        for k, s in enumerate(self.segs):
             if s[1] == data:
-                s[1], s[2] = FREE, at
+                self.segs[k] = (s[0], FREE, at)
                 return
         raise KeyError(data)
 
@@ -125,8 +125,7 @@ class Buffer:
                 raise NoFit(f"{size} bytes do not fit next to the pinned blocks")
             for i in victims:
                 if segs[i][1] != FREE:
-                    d = segs[i][1]
-                    segs[i][1], segs[i][2] = FREE, evict(d)
+                    segs[i] = (segs[i][0], FREE, evict(segs[i][1]))
             span = self._fit(size)
             assert span is not None, "the spill policy freed too little"
         return self._take(span, data, size)
@@ -176,8 +175,8 @@ class Buffer:
         segs = self.segs
         at = max(segs[k][2] for k in range(i, j))
         total = sum(segs[k][0] for k in range(i, j))
-        rest = [] if total == size else [[total - size, FREE, segs[j - 1][2]]]
-        segs[i:j] = [[size, data, at], *rest]
+        rest = [] if total == size else [(total - size, FREE, segs[j - 1][2])]
+        segs[i:j] = [(size, data, at), *rest]
         return at
 
 

@@ -1,5 +1,6 @@
-"""Flexer's out-of-order scheduler (Algorithm 1, ``GetSchedule``; §3–§4) and the static
-loop-order baseline it is compared with (§5).
+"""Flexer's out-of-order scheduler (Algorithm 1, ``GetSchedule``; §3–§4) and the engine it
+shares with the static loop-order baseline it is compared with (§5,
+:mod:`~npusched.heuristics.flexer.static`).
 
 Both run one engine, :class:`Engine`, that issues *operation sets* of up to ``n`` operations
 (one per NPU) in order. Issuing a set (Algorithm 1, lines 21–28):
@@ -62,7 +63,7 @@ from npusched.problem.flexer.layer import (
     Waits,
     dram_cycles,
 )
-from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES, STATIONARITY
+from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES
 
 #: OoO dataflows: the loop order that numbers the DFG (and breaks ties), one per stationarity.
 DATAFLOWS = {"OS": "K,OY,OX,C", "WS": "K,C,OY,OX", "IS": "C,OY,OX,K"}
@@ -75,7 +76,6 @@ __all__ = [
     "Pruned",
     "TimeUp",
     "ooo_schedule",
-    "static_schedule",
 ]
 
 
@@ -100,6 +100,14 @@ def _tables(p: TiledConv, bandwidth: float) -> tuple:
     return (size, cycles, p.data_type.tolist(), p.latency.tolist(), opd, (p.op_c == 0).tolist(),
             p.uses.tolist(), p.once_cycles(bandwidth), int(p.latency.sum()),
             sum(p.onchip_bytes().values()))  # fmt: skip
+
+
+def set_operands(
+    opd: Sequence[tuple[int, int, int]], size: Sequence[int], ops: Sequence[int]
+) -> list[int]:
+    """Distinct operands of the operations ``ops`` (``opd``: each operation's input, weight and
+    output tile), largest first (``size``: bytes per tile; ties in order of appearance)."""
+    return sorted(dict.fromkeys(d for o in ops for d in opd[o]), key=lambda d: -size[d])
 
 
 class Engine:
@@ -217,8 +225,7 @@ class Engine:
     def operands(self, ops: Sequence[int]) -> list[int]:
         """Distinct operands of ``ops``, largest first (the order they are placed in: large
         blocks first pack better)."""
-        data = dict.fromkeys(d for o in ops for d in self.opd[o])
-        return sorted(data, key=lambda d: -self.size[d])
+        return set_operands(self.opd, self.size, ops)
 
     def issue(self, ops: Sequence[int]) -> None:
         """Issue the operation set ``ops`` (Algorithm 1, lines 21–28; steps 1–4 of the module
@@ -443,6 +450,12 @@ def _window_state(e: Engine, window: Sequence[int]) -> tuple[list[list[int]], li
     return ids, state
 
 
+def _pattern(ids: list[list[int]]) -> tuple[tuple[int, ...], ...]:
+    """Per data type, each window position's tile labelled by the last position that holds
+    it: which operations of the window share a tile, whatever the tiles' numbers."""
+    return tuple(tuple(map({d: i for i, d in enumerate(row)}.__getitem__, row)) for row in ids)
+
+
 _MAPS: dict[tuple[object, ...], IntArray] = {}
 """:func:`dataflow_maps` by its window's pattern (the tiles' sharing and states): a window's
 maps depend only on which of its operations share a tile and on the tiles' states."""
@@ -459,7 +472,7 @@ def dataflow_maps(engine: Engine, window: Sequence[int], combos: IntArray) -> In
     that pattern (in ``_MAPS``): windows of a regular tiling repeat a few patterns.
     """
     ids, state = _window_state(engine, window)
-    pattern = tuple(tuple(map({d: i for i, d in enumerate(row)}.__getitem__, row)) for row in ids)
+    pattern = _pattern(ids)
     key = (combos.shape, pattern, tuple(map(tuple, state)))
     hit = _MAPS.get(key)
     if hit is not None:
@@ -479,37 +492,65 @@ def dataflow_maps(engine: Engine, window: Sequence[int], combos: IntArray) -> In
     return out
 
 
+_MASKS: dict[tuple[object, ...], tuple[IntArray, IntArray, IntArray]] = {}
+""":func:`_set_masks` by its sets and its window's pattern."""
+
+
+def _set_masks(
+    sets: IntArray, ids: list[list[int]], state: list[list[int]]
+) -> tuple[IntArray, IntArray, IntArray]:
+    """Which operands of the window count, in each set of ``sets`` (rows of positions), as
+    reused (on chip: once per operation that reads it), as new (not on chip: once per set, at
+    its first position in the row) and as loaded (new, not a new output): three 0/1 matrices,
+    set × (data type, window position). They depend only on which positions share a tile and
+    on the tiles' states, so they are kept by that pattern (windows of a regular tiling repeat
+    a few)."""
+    pattern = _pattern(ids)
+    key = (sets.shape, sets.tobytes(), pattern, tuple(map(tuple, state)))
+    hit = _MASKS.get(key)
+    if hit is not None:
+        return hit
+    d = np.array(pattern, np.int64)[:, sets]  # (type, set, position)
+    st = np.array(state, np.int64)[:, sets]
+    n_sets, k = sets.shape
+    earlier = np.tri(k, k, -1, dtype=bool).T  # [i, j]: i before j
+    repeat = ((d[..., :, None] == d[..., None, :]) & earlier).any(-2)
+    fresh = ~repeat & (st > 0)
+    w = len(ids[0])
+    rows = np.arange(n_sets)[:, None]
+    out = []
+    for mask in (st == 0, fresh, fresh & (st == 1)):
+        m = np.zeros((n_sets, 3 * w), np.int64)
+        for t in range(3):
+            m[rows, t * w + sets] = mask[t]
+        out.append(m)
+    if len(_MASKS) > 100_000:
+        _MASKS.clear()
+    _MASKS[key] = reused, new, load = out[0], out[1], out[2]
+    return reused, new, load
+
+
 def unspilled_keys(
     e: Engine, window: Sequence[int], sets: IntArray, priority: str, used: int
 ) -> list[list[float]]:
     """:func:`unspilled_score`'s :meth:`SetScore.key` of every set of ``sets`` (rows of
     positions in ``window``), as columns (the key's first term first), computed for all rows
-    at once: the same numbers as ``unspilled_score(e, ops, used).key(priority)`` row by row.
-
-    Reused bytes count every operand on chip once per operation that reads it; a new tile
-    counts once per set (its first position in the row), a new output tile is not loaded.
+    at once (:func:`_set_masks`): the same numbers as ``unspilled_score(e, ops,
+    used).key(priority)`` row by row.
     """
     ids, state = _window_state(e, window)
-    d = np.array(ids, np.int64)[:, sets]  # (type, set, position)
-    st = np.array(state, np.int64)[:, sets]
-    size = np.array([[e.size[x] for x in row] for row in ids], np.int64)[:, sets]
-    cyc = np.array([[e.cycles[x] for x in row] for row in ids], np.int64)[:, sets]
-    k = sets.shape[1]
-    earlier = np.tri(k, k, -1, dtype=bool).T  # [i, j]: i before j
-    repeat = ((d[..., :, None] == d[..., None, :]) & earlier).any(-2)
-    fresh = ~repeat & (st > 0)
-    load = fresh & (st == 1)
-    reused = (size * (st == 0)).sum((0, 2))
-    new = (size * fresh).sum((0, 2))
+    reused, new, load = _set_masks(sets, ids, state)
+    size = np.array([e.size[x] for row in ids for x in row], np.int64)
+    cyc = np.array([e.cycles[x] for row in ids for x in row], np.int64)
     default = [
-        (0.0 - reused).tolist(),
-        (-((used + new) / e.capacity)).tolist(),
-        (cyc * load).sum((0, 2)).tolist(),
+        (0.0 - reused @ size).tolist(),
+        (-((used + new @ size) / e.capacity)).tolist(),
+        (load @ cyc).tolist(),
     ]
     if priority == "default":
         return default
     if priority == "min-transfer":
-        return [(size * load).sum((0, 2)).tolist(), *default]
+        return [(load @ size).tolist(), *default]
     return [[0] * len(sets), *default]
 
 
@@ -638,48 +679,3 @@ def ooo_schedule(
         e.check(stop_above, deadline)
         ready = ready_after(problem, ready, chosen, rank)
     return e.schedule(f"ooo/{dataflow}/{priority}/{mem_policy}")
-
-
-# ---- the static baseline -------------------------------------------------------------------
-
-
-def static_schedule(
-    problem: TiledConv,
-    n_npus: int,
-    capacity: int,
-    bandwidth: float,
-    *,
-    loop_order: str = "K,OY,OX,C",
-    stationary: str = "OS",
-    stop_above: tuple[float, float] | None = None,
-    prefetch: bool = False,
-    deadline: float | None = None,
-) -> FlexerSchedule:
-    """A loop-order schedule (§2.2, Fig. 3b–c, Fig. 5b): operations in ``loop_order``, ``n`` at
-    a time, with fixed regions; the ``stationary`` type (``IS``, ``WS``, ``OS``) keeps the space
-    the other types leave after ``n`` slots each. ``stop_above``, ``prefetch`` and ``deadline``
-    as in :func:`ooo_schedule`.
-
-    Raises
-    ------
-    NoFit
-        When the regions do not fit in ``capacity``.
-    """
-    if stationary not in STATIONARITY:
-        raise ValueError(f"unknown stationarity {stationary!r}; choose from {STATIONARITY}")
-    p = problem
-    slot = [int(p.data_bytes[p.data_type == t].max()) for t in (IN, WT, OT)]
-    count = [int((p.data_type == t).sum()) for t in (IN, WT, OT)]
-    keep = STATIONARITY.index(stationary)
-    slots = [min(n_npus, c) for c in count]
-    rest = capacity - sum(n * b for n, b in zip(slots, slot, strict=True))
-    if rest < 0:
-        raise NoFit(f"{p.name}: {n_npus} tiles of each type do not fit in {capacity} bytes")
-    slots[keep] = min(count[keep], slots[keep] + rest // slot[keep])
-    mem = Regions(slots, slot, p.data_type.tolist())
-    e = Engine(p, n_npus, capacity, bandwidth, mem, prefetch)
-    order = np.argsort(loop_order_rank(p.counts, loop_order))
-    for i in range(0, p.n_ops, n_npus):
-        e.issue([int(o) for o in order[i : i + n_npus]])
-        e.check(stop_above, deadline)
-    return e.schedule(f"static/{loop_order}/{stationary}")

@@ -50,8 +50,8 @@ from npusched.heuristics.flexer.ooo import (
     Pruned,
     TimeUp,
     ooo_schedule,
-    static_schedule,
 )
+from npusched.heuristics.flexer.static import static_bytes, static_schedule
 from npusched.partition.flexer import tiled_conv
 from npusched.partition.grid import DIMS, Tiling, layer_extents
 from npusched.problem.flexer.layer import FlexerSchedule, TiledConv, supports
@@ -261,6 +261,10 @@ def _search(
         for df in distinct_dataflows(p, dataflows):
             stop = (lat, best.metric) if best and s.metric == "latency*bytes" else None
             try:
+                if deadline is not None and time.time() > deadline:
+                    raise TimeUp("time limit reached")
+                if kind == "static" and best and not _static_may_win(p, s, df, lat, best):
+                    continue  # its bytes alone rule it out: not timed
                 sched = run(p, s, kind, df, stop, deadline)
             except (NoFit, Pruned):
                 continue
@@ -272,6 +276,23 @@ def _search(
             if best is None or ch.metric < best.metric:
                 best, best_sched = ch, sched
     return best, best_sched, evaluated, True
+
+
+def _static_may_win(p: TiledConv, s: Settings, dataflow: str, lat: float, best: Choice) -> bool:
+    """Whether the static schedule of ``p`` in ``dataflow`` could beat ``best``: its exact bytes
+    (:func:`~npusched.heuristics.flexer.static.static_bytes`, no timing) and ``lat``
+    (:func:`lat_bound`, below its latency) bound its metric. Raises :class:`NoFit` as the
+    schedule would."""
+    if s.metric == "latency":
+        return True
+    order, stat = dataflow.split("/")
+    stop = (lat if s.metric == "latency*bytes" else 1.0, best.metric)
+    try:
+        nbytes = static_bytes(p, s.n_npus, s.capacity, s.bandwidth, loop_order=order,
+                              stationary=stat, stop_above=stop)  # fmt: skip
+    except Pruned:
+        return False
+    return stop[0] * nbytes < best.metric
 
 
 def _beam_search(

@@ -14,8 +14,9 @@ from ortools.sat.python import cp_model
 from npusched.formulations.flexer.retime import RetimeModel, latency_floor, retime_lns
 from npusched.heuristics.flexer.beam import beam_schedule
 from npusched.heuristics.flexer.explain import time_split
-from npusched.heuristics.flexer.ooo import DATAFLOWS, NoFit, ooo_schedule, static_schedule
+from npusched.heuristics.flexer.ooo import DATAFLOWS, NoFit, ooo_schedule
 from npusched.heuristics.flexer.retiming import compact, structure
+from npusched.heuristics.flexer.static import static_schedule
 from npusched.methods.registry import solve
 from npusched.partition.flexer import tiled_conv
 from npusched.problem.flexer.layer import FlexerInstance, Residency

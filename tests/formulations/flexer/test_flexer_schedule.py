@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from npusched.formulations.flexer.schedule import schedule_exact
-from npusched.heuristics.flexer.ooo import ooo_schedule, static_schedule
+from npusched.heuristics.flexer.ooo import ooo_schedule
 from npusched.heuristics.flexer.search import lat_bound
+from npusched.heuristics.flexer.static import static_schedule
 from npusched.partition.flexer import tiled_conv
 from npusched.problem.flexer.settings import Settings
 from npusched.solvers.result import Status

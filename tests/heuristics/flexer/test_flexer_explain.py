@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from npusched.arch import flexer_arch_name, load_arch
 from npusched.heuristics.flexer.explain import CATEGORIES, split_fractions, time_split
-from npusched.heuristics.flexer.ooo import NoFit, ooo_schedule, static_schedule
+from npusched.heuristics.flexer.ooo import NoFit, ooo_schedule
 from npusched.heuristics.flexer.search import STATIC_DATAFLOWS, layer_problem, run
+from npusched.heuristics.flexer.static import static_schedule
 from npusched.partition.flexer import tiled_conv
 from npusched.problem.flexer.layer import Waits, dram_cycles
 from npusched.problem.flexer.settings import Settings

@@ -13,7 +13,7 @@ from npusched.heuristics.flexer.spill import _runs, run_key
 
 def buffer_of(segs: list[list[int]], now: int) -> Buffer:
     buf = Buffer(sum(s[0] for s in segs))
-    buf.segs, buf.now = [s[:] for s in segs], now
+    buf.segs, buf.now = [(s[0], s[1], s[2]) for s in segs], now
     return buf
 
 
@@ -58,7 +58,7 @@ def test_space_free_by_now_beats_dead_blocks_still_in_use():
     evict = lambda d: 0  # noqa: E731
     assert buf.place(2, 30, set(), [1] * 3, evict) == 0
     assert buf.address(2) == 40
-    assert [s[:2] for s in buf.segs] == [[10, 0], [30, FREE], [30, 2], [20, FREE], [10, 1]]
+    assert [s[:2] for s in buf.segs] == [(10, 0), (30, FREE), (30, 2), (20, FREE), (10, 1)]
 
 
 def test_in_place_then_best_fit_among_spans_free_alike():

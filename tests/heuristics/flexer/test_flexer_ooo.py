@@ -16,7 +16,7 @@ from npusched.cli.main import main
 from npusched.costmodel import compute_cycles
 from npusched.heuristics.flexer import ooo as flexer
 from npusched.heuristics.flexer.memory import FREE, Buffer
-from npusched.heuristics.flexer.ooo import DATAFLOWS, NoFit, ooo_schedule, static_schedule
+from npusched.heuristics.flexer.ooo import DATAFLOWS, NoFit, ooo_schedule
 from npusched.heuristics.flexer.search import (
     STATIC_DATAFLOWS,
     distinct_dataflows,
@@ -28,6 +28,7 @@ from npusched.heuristics.flexer.search import (
     search_layer,
     tiling_space,
 )
+from npusched.heuristics.flexer.static import static_schedule
 from npusched.partition.flexer import tiled_conv
 from npusched.partition.schemes import loop_order_rank
 from npusched.problem.flexer.layer import IN, OT, WT, TiledConv, supports
@@ -145,13 +146,13 @@ def test_buffer_in_place_then_best_fit_then_algorithm2():
 
     for d, size in enumerate([20, 30, 10, 40]):
         buf.place(d, size, set(), uses, evict)
-    assert [s[:2] for s in buf.segs] == [[20, 0], [30, 1], [10, 2], [40, 3]]
+    assert [s[:2] for s in buf.segs] == [(20, 0), (30, 1), (10, 2), (40, 3)]
     buf.free(1, 3)
     buf.free(3, 4)
     buf.place(4, 30, set(), uses, evict)  # in place: the dead 30-byte block
-    assert buf.segs[1][:2] == [30, 4]
+    assert buf.segs[1][:2] == (30, 4)
     buf.place(5, 25, set(), uses, evict)  # best fit: the 40-byte hole, 15 left free
-    assert [s[:2] for s in buf.segs] == [[20, 0], [30, 4], [10, 2], [25, 5], [15, FREE]]
+    assert [s[:2] for s in buf.segs] == [(20, 0), (30, 4), (10, 2), (25, 5), (15, FREE)]
     assert not evicted
     uses[0], uses[4], uses[2] = 1, 9, 1
     buf.place(6, 25, {5}, uses, evict)  # spill: block 0 + ... least fragmentation first
