@@ -49,29 +49,48 @@ class NoFit(Exception):
 class Buffer:
     """Contiguous global buffer of ``capacity`` bytes managed as in Flexer §4.1.
 
-    ``segs`` holds ``(size, data, free_at)`` per segment in address order (``data = FREE`` for
-    free space, ``free_at`` the time it became free). ``now`` (cycles, 0 at first) is when the
-    set being placed could start: space free by then ranks first (module notes); the engine
-    sets it to the time the first NPU is free before it places a set.
+    The segments, in address order, are three parallel lists: ``sizes``, ``data`` (the tile a
+    segment holds, ``FREE`` for free space) and ``free_at`` (the time it became free); a tile
+    holds at most one segment. :attr:`segs` reads (and sets) them as ``(size, data, free_at)``
+    tuples. ``now`` (cycles, 0 at first) is when the set being placed could start: space free
+    by then ranks first (module notes); the engine sets it to the time the first NPU is free
+    before it places a set.
     """
 
     def __init__(self, capacity: int, policy: str | SpillPolicy = "flexer") -> None:
         self.capacity = capacity
-        self.segs: list[tuple[int, int, int]] = [(capacity, FREE, 0)]
+        self.sizes, self.data, self.free_at = [capacity], [FREE], [0]
         self.now = 0  # when the set being placed could start; space free by then goes first
         self.policy = POLICIES[policy] if isinstance(policy, str) else policy
+
+    @property
+    def segs(self) -> list[tuple[int, int, int]]:
+        """The segments as ``(size, data, free_at)`` in address order."""
+        return list(zip(self.sizes, self.data, self.free_at, strict=True))
+
+    @segs.setter
+    def segs(self, segs: Sequence[tuple[int, int, int]]) -> None:
+        self.sizes = [s[0] for s in segs]
+        self.data = [s[1] for s in segs]
+        self.free_at = [s[2] for s in segs]
 
     def copy(self) -> Buffer:
         """An independent copy: the segments are copied, the spill policy shared (for dry
         runs of a set and for the branches of :mod:`~npusched.heuristics.flexer.beam`)."""
         out = Buffer.__new__(Buffer)
         out.capacity, out.policy, out.now = self.capacity, self.policy, self.now
-        out.segs = self.segs[:]  # the segments are tuples: shared
+        out.sizes, out.data, out.free_at = self.sizes[:], self.data[:], self.free_at[:]
         return out
 
     def used(self) -> int:
         """Bytes held by data tiles now (dead blocks not yet reused count as free)."""
-        return sum(s[0] for s in self.segs if s[1] != FREE)
+        return sum(b for b, d in zip(self.sizes, self.data, strict=True) if d != FREE)
+
+    def _index(self, data: int) -> int:
+        try:
+            return self.data.index(data)
+        except ValueError:
+            raise KeyError(data) from None
 
     def address(self, data: int) -> int:
         """Byte offset of ``data``'s block in the buffer.
@@ -81,21 +100,13 @@ class Buffer:
         KeyError
             ``data`` is not in the buffer.
         """
-        addr = 0
-        for size, d, _ in self.segs:
-            if d == data:
-                return addr
-            addr += size
-        raise KeyError(data)
+        return sum(self.sizes[: self._index(data)])
 
     def free(self, data: int, at: int) -> None:
         """Mark ``data``'s block free from time ``at`` (it stays a separate segment so that an
         equally sized tile can replace it in place)."""
-        for k, s in enumerate(self.segs):
-            if s[1] == data:
-                self.segs[k] = (s[0], FREE, at)
-                return
-        raise KeyError(data)
+        k = self._index(data)
+        self.data[k], self.free_at[k] = FREE, at
 
     def place(
         self,
@@ -110,22 +121,22 @@ class Buffer:
         ``pinned`` blocks are never spilled; ``uses[d]`` is the remaining uses of ``d``
         (Algorithm 2's reuse term).
         """
-        segs = self.segs
         span = self._fit(size)
         if span is None:  # 3. spill
-            live = [d != FREE for _, d, _ in segs]
+            held = self.data
             victims = self.policy(
-                [s for s, _, _ in segs],
-                [uses[d] if d != FREE else 0 for _, d, _ in segs],
-                [d not in pinned for _, d, _ in segs],
-                live,
+                self.sizes,
+                [uses[d] if d != FREE else 0 for d in held],
+                [d not in pinned for d in held],
+                [d != FREE for d in held],
                 size,
             )
             if victims is None:
                 raise NoFit(f"{size} bytes do not fit next to the pinned blocks")
             for i in victims:
-                if segs[i][1] != FREE:
-                    segs[i] = (segs[i][0], FREE, evict(segs[i][1]))
+                if held[i] != FREE:
+                    t = evict(held[i])
+                    held[i], self.free_at[i] = FREE, t
             span = self._fit(size)
             assert span is not None, "the spill policy freed too little"
         return self._take(span, data, size)
@@ -136,34 +147,41 @@ class Buffer:
 
         Per hole (maximal run of free segments) the start ``i`` and the end ``j`` only move
         forward, and a queue of decreasing free times gives each span's latest free time, so
-        the pass is linear in the number of segments."""
-        segs, n, now = self.segs, len(self.segs), self.now
+        the pass is linear in the number of segments (the holes are found by ``list.index``)."""
+        sizes, held, free_at, now = self.sizes, self.data, self.free_at, self.now
+        n = len(held)
         best: tuple[tuple[int, bool, int, int], int] | None = None
         k = 0
         while k < n:
-            if segs[k][1] != FREE:
-                k += 1
-                continue
-            lo, hole = k, 0
-            while k < n and segs[k][1] == FREE:
-                hole += segs[k][0]
+            try:
+                k = lo = held.index(FREE, k)
+            except ValueError:
+                break
+            hole = 0
+            while k < n and held[k] == FREE:
+                hole += sizes[k]
                 k += 1
             if hole < size:
+                continue
+            if k == lo + 1:  # one segment: its one span
+                key = (max(free_at[lo], now), hole != size, hole, lo)
+                if best is None or key < best[0]:
+                    best = (key, k)
                 continue
             j, total, latest = lo, 0, deque[int]()
             for i in range(lo, k):
                 while j < k and total < size:
-                    total += segs[j][0]
-                    while latest and segs[latest[-1]][2] <= segs[j][2]:
+                    total += sizes[j]
+                    while latest and free_at[latest[-1]] <= free_at[j]:
                         latest.pop()
                     latest.append(j)
                     j += 1
                 if total < size:
                     break
-                key = (max(segs[latest[0]][2], now), j > i + 1 or total != size, hole, i)
+                key = (max(free_at[latest[0]], now), j > i + 1 or total != size, hole, i)
                 if best is None or key < best[0]:
                     best = (key, j)
-                total -= segs[i][0]
+                total -= sizes[i]
                 if latest[0] == i:
                     latest.popleft()
         return None if best is None else (best[0][3], best[1])
@@ -172,11 +190,14 @@ class Buffer:
         """Put ``data`` at the start of free segments ``[i, j)`` (which hold ≥ ``size`` bytes);
         the rest of the last segment stays free with its own time."""
         i, j = hole
-        segs = self.segs
-        at = max(segs[k][2] for k in range(i, j))
-        total = sum(segs[k][0] for k in range(i, j))
-        rest = [] if total == size else [(total - size, FREE, segs[j - 1][2])]
-        segs[i:j] = [(size, data, at), *rest]
+        at = max(self.free_at[i:j])
+        total = sum(self.sizes[i:j])
+        if total == size:
+            self.sizes[i:j], self.data[i:j], self.free_at[i:j] = [size], [data], [at]
+        else:
+            last = self.free_at[j - 1]
+            self.sizes[i:j], self.data[i:j] = [size, total - size], [data, FREE]
+            self.free_at[i:j] = [at, last]
         return at
 
 

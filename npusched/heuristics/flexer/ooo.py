@@ -39,6 +39,7 @@ stationary type (IS, WS or OS) gets all the space the other two leave after ``n`
 
 from __future__ import annotations
 
+import bisect
 import copy
 import itertools
 import time
@@ -597,8 +598,10 @@ def ready_after(
     done = set(chosen)
     out = [o for o in ready if o not in done]
     nc = problem.counts[3]
-    woken = [o + 1 for o in chosen if problem.op_c[o] < nc - 1]
-    return sorted(out + woken, key=rank.__getitem__) if woken else out
+    for o in chosen:  # ranks are distinct: each successor has one place in the order
+        if problem.op_c[o] < nc - 1:
+            bisect.insort(out, o + 1, key=rank.__getitem__)
+    return out
 
 
 def new_engine(
