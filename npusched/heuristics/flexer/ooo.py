@@ -439,16 +439,21 @@ def score_set(engine: Engine, ops: Sequence[int], used: int | None = None) -> Se
     )
 
 
-def _window_state(e: Engine, window: Sequence[int]) -> tuple[list[list[int]], list[list[int]]]:
-    """Per data type (IN, WT, OT), the tile of each operation of ``window`` and its state: 0
-    on chip, 1 to be loaded, 2 a new output (the operation starts its chain)."""
+WindowState = tuple[list[list[int]], tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]
+"""Per data type: the window's tiles, their states and their sharing pattern."""
+
+
+def _window_state(e: Engine, window: Sequence[int]) -> WindowState:
+    """Per data type (IN, WT, OT), the tile of each operation of ``window``, its state (0 on
+    chip, 1 to be loaded, 2 a new output: the operation starts its chain) and the window's
+    sharing pattern (:func:`_pattern`)."""
     ids = [[e.opd[o][t] for o in window] for t in (IN, WT, OT)]
-    state = [
-        [0 if d in e.res else (2 if t == OT and e.first[o] else 1)
-         for o, d in zip(window, row, strict=True)]
+    state = tuple(
+        tuple(0 if d in e.res else (2 if t == OT and e.first[o] else 1)
+              for o, d in zip(window, row, strict=True))
         for t, row in zip((IN, WT, OT), ids, strict=True)
-    ]  # fmt: skip
-    return ids, state
+    )  # fmt: skip
+    return ids, state, _pattern(ids)
 
 
 def _pattern(ids: list[list[int]]) -> tuple[tuple[int, ...], ...]:
@@ -462,7 +467,9 @@ _MAPS: dict[tuple[object, ...], IntArray] = {}
 maps depend only on which of its operations share a tile and on the tiles' states."""
 
 
-def dataflow_maps(engine: Engine, window: Sequence[int], combos: IntArray) -> IntArray:
+def dataflow_maps(
+    engine: Engine, window: Sequence[int], combos: IntArray, state: WindowState | None = None
+) -> IntArray:
     """Indices of ``combos`` (rows of positions in ``window``) with distinct dataflow maps
     (§4.2, Fig. 7c), the first of each in order.
 
@@ -470,19 +477,19 @@ def dataflow_maps(engine: Engine, window: Sequence[int], combos: IntArray) -> In
     share each tile; a row key is, per type, the sorted ``share count + 16 · state`` of the
     set's operations (``state``: 0 on chip, 1 loaded, 2 a new output). The answer depends on
     the window only through which positions share a tile and their states, so it is kept by
-    that pattern (in ``_MAPS``): windows of a regular tiling repeat a few patterns.
+    that pattern (in ``_MAPS``): windows of a regular tiling repeat a few patterns. ``state``:
+    the window's :func:`_window_state`, when the caller has it.
     """
-    ids, state = _window_state(engine, window)
-    pattern = _pattern(ids)
-    key = (combos.shape, pattern, tuple(map(tuple, state)))
+    ids, st, pattern = state or _window_state(engine, window)
+    key = (combos.shape, pattern, st)
     hit = _MAPS.get(key)
     if hit is not None:
         return hit
     cols = []
-    for row, st in zip(ids, state, strict=True):
+    for row, row_state in zip(ids, st, strict=True):
         sel = np.array(row, np.int64)[combos]
         share = (sel[:, :, None] == sel[:, None, :]).sum(2)
-        cols.append(np.sort(share + 16 * np.array(st, np.int64)[combos], axis=1))
+        cols.append(np.sort(share + 16 * np.array(row_state, np.int64)[combos], axis=1))
     keys = np.concatenate(cols, axis=1)
     order = np.lexsort(keys.T[::-1])  # stable: equal rows keep their order
     ranked = keys[order]
@@ -497,22 +504,20 @@ _MASKS: dict[tuple[object, ...], tuple[IntArray, IntArray, IntArray]] = {}
 """:func:`_set_masks` by its sets and its window's pattern."""
 
 
-def _set_masks(
-    sets: IntArray, ids: list[list[int]], state: list[list[int]]
-) -> tuple[IntArray, IntArray, IntArray]:
+def _set_masks(sets: IntArray, state: WindowState) -> tuple[IntArray, IntArray, IntArray]:
     """Which operands of the window count, in each set of ``sets`` (rows of positions), as
     reused (on chip: once per operation that reads it), as new (not on chip: once per set, at
     its first position in the row) and as loaded (new, not a new output): three 0/1 matrices,
     set × (data type, window position). They depend only on which positions share a tile and
     on the tiles' states, so they are kept by that pattern (windows of a regular tiling repeat
     a few)."""
-    pattern = _pattern(ids)
-    key = (sets.shape, sets.tobytes(), pattern, tuple(map(tuple, state)))
+    ids, states, pattern = state
+    key = (sets.shape, sets.tobytes(), pattern, states)
     hit = _MASKS.get(key)
     if hit is not None:
         return hit
     d = np.array(pattern, np.int64)[:, sets]  # (type, set, position)
-    st = np.array(state, np.int64)[:, sets]
+    st = np.array(states, np.int64)[:, sets]
     n_sets, k = sets.shape
     earlier = np.tri(k, k, -1, dtype=bool).T  # [i, j]: i before j
     repeat = ((d[..., :, None] == d[..., None, :]) & earlier).any(-2)
@@ -532,15 +537,21 @@ def _set_masks(
 
 
 def unspilled_keys(
-    e: Engine, window: Sequence[int], sets: IntArray, priority: str, used: int
+    e: Engine,
+    window: Sequence[int],
+    sets: IntArray,
+    priority: str,
+    used: int,
+    state: WindowState | None = None,
 ) -> list[list[float]]:
     """:func:`unspilled_score`'s :meth:`SetScore.key` of every set of ``sets`` (rows of
     positions in ``window``), as columns (the key's first term first), computed for all rows
     at once (:func:`_set_masks`): the same numbers as ``unspilled_score(e, ops,
-    used).key(priority)`` row by row.
+    used).key(priority)`` row by row. ``state`` as in :func:`dataflow_maps`.
     """
-    ids, state = _window_state(e, window)
-    reused, new, load = _set_masks(sets, ids, state)
+    state = state or _window_state(e, window)
+    ids = state[0]
+    reused, new, load = _set_masks(sets, state)
     size = np.array([e.size[x] for row in ids for x in row], np.int64)
     cyc = np.array([e.cycles[x] for row in ids for x in row], np.int64)
     default = [
@@ -566,10 +577,11 @@ def ranked_sets(e: Engine, cand: list[int], k: int, priority: str, top: int = 1)
     best key found, so sets that spill nothing usually end the search."""
     assert isinstance(e.mem, Buffer)
     used = e.mem.used()
+    state = _window_state(e, cand)
     for size in range(k, 0, -1):
         combos = _combinations(len(cand), size)
-        rows = dataflow_maps(e, cand, combos) if len(cand) > size else np.zeros(1, np.int64)
-        cols = unspilled_keys(e, cand, combos[rows], priority, used)
+        rows = dataflow_maps(e, cand, combos, state) if len(cand) > size else np.zeros(1, np.int64)
+        cols = unspilled_keys(e, cand, combos[rows], priority, used, state)
         order = np.lexsort(np.array([np.arange(len(rows)), *cols[::-1]])).tolist()
         found: list[tuple[tuple[float, ...], int]] = []
         for i in order:

@@ -281,8 +281,8 @@ def _search(
 def _static_may_win(p: TiledConv, s: Settings, dataflow: str, lat: float, best: Choice) -> bool:
     """Whether the static schedule of ``p`` in ``dataflow`` could beat ``best``: its exact bytes
     (:func:`~npusched.heuristics.flexer.static.static_bytes`, no timing) and ``lat``
-    (:func:`lat_bound`, below its latency) bound its metric. Raises :class:`NoFit` as the
-    schedule would."""
+    (:func:`lat_bound`, below its latency) bound its metric. Raises
+    :class:`~npusched.heuristics.flexer.memory.NoFit` as the schedule would."""
     if s.metric == "latency":
         return True
     order, stat = dataflow.split("/")

@@ -108,12 +108,13 @@ def static_bytes(
     stationary: str = "OS",
     stop_above: tuple[float, float] | None = None,
 ) -> int:
-    """The bytes :func:`~npusched.heuristics.flexer.ooo.static_schedule` moves with these
-    arguments (its ``transfer_bytes``), from the memory steps alone (module notes).
+    """The bytes :func:`static_schedule` moves with these arguments (its
+    ``transfer_bytes``), from the memory steps alone (module notes).
 
-    ``stop_above = (latency bound, best metric)``: raise :class:`Pruned` once ``latency bound
-    × (once-per-tile bytes + the bytes moved beyond them so far)`` reaches the best metric, as
-    the timed schedule would with a latency bound that never rises.
+    ``stop_above = (latency bound, best metric)``: raise
+    :class:`~npusched.heuristics.flexer.ooo.Pruned` once ``latency bound × (once-per-tile
+    bytes + the bytes moved beyond them so far)`` reaches the best metric, as the timed
+    schedule would with a latency bound that never rises.
 
     Raises
     ------

@@ -491,8 +491,8 @@ def test_unspilled_keys_are_unspilled_score_row_by_row(priority, monkeypatch):
     seen = []
     keys = flexer.unspilled_keys
 
-    def both(e, window, sets, prio, used):
-        cols = keys(e, window, sets, prio, used)
+    def both(e, window, sets, prio, used, state=None):
+        cols = keys(e, window, sets, prio, used, state)
         for i, row in enumerate(sets):
             ops = [window[j] for j in row]
             assert tuple(c[i] for c in cols) == flexer.unspilled_score(e, ops, used).key(prio)
