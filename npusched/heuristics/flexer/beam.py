@@ -7,11 +7,11 @@ Flexer's ``GetSchedule`` (Algorithm 1, lines 12–32,
 partial schedules instead. At each step every branch of the beam is extended by each of its
 ``width`` first-priority sets (:func:`~npusched.heuristics.flexer.ooo.ranked_sets`: the same
 candidates, pruning by dataflow map and ranking as the greedy); each extension is issued on its
-own copy of the engine (:meth:`~npusched.heuristics.flexer.ooo.Engine.fork`: buffer, DRAM
+own copy of the engine (:meth:`~npusched.heuristics.flexer.engine.Engine.fork`: buffer, DRAM
 channel and NPUs, so the memory manager of §4.1 runs in the loop), then looked ahead ``depth −
 1`` further steps with the greedy's choices, and scored by the paper's metric (Algorithm 1,
 line 5) as far as it is known: a lower bound on the final latency
-(:meth:`~npusched.heuristics.flexer.ooo.Engine.latency_bound`) times the bytes every schedule
+(:meth:`~npusched.heuristics.flexer.engine.Engine.latency_bound`) times the bytes every schedule
 moves plus the bytes moved beyond them so far (a finished look-ahead: its exact metric). The
 ``width`` best extensions form the next beam.
 
@@ -28,14 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from npusched.heuristics.flexer.ooo import (
-    Engine,
-    NoFit,
-    Pruned,
-    new_engine,
-    ranked_sets,
-    ready_after,
-)
+from npusched.heuristics.flexer.engine import Engine, Pruned
+from npusched.heuristics.flexer.ooo import NoFit, new_engine, ranked_sets, ready_after
 from npusched.problem.flexer.layer import FlexerSchedule, TiledConv
 
 PRESCREEN = 2

@@ -12,9 +12,8 @@ one transfer at a time on the DRAM channel,
 and run ``Σ latency`` cycles of work on ``n`` NPUs, which without prefetch also wait for those
 first loads; so ``latency ≥ max((Σ lat + first loads) / n, max lat, Σ once-transfer cycles)``.
 During a schedule the same bound is raised with the time the NPUs and the DRAM channel have
-already spent (:meth:`~npusched.heuristics.flexer.ooo.Engine.latency_bound`), times the bytes moved
-so
-far, and the schedule stops once it reaches the best. Layers with the same
+already spent (:meth:`~npusched.heuristics.flexer.engine.Engine.latency_bound`), times the
+bytes moved so far, and the schedule stops once it reaches the best. Layers with the same
 geometry are searched once (memoization, as §3 suggests), and distinct layers run in parallel
 through a ``concurrent.futures`` executor.
 

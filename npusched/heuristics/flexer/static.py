@@ -1,7 +1,7 @@
 """Flexer's static loop-order baseline (§5: "exhaustive search among all schedules with different
 data stationary models and viable tiling sizes"; §2.2, Fig. 3b–c, Fig. 5b): the operations in a
 loop order, ``n`` at a time (one per NPU), with a fixed region per data type, run on the OoO
-scheduler's engine (:class:`~npusched.heuristics.flexer.ooo.Engine`).
+scheduler's engine (:class:`~npusched.heuristics.flexer.engine.Engine`).
 
 Its bytes, without its times (:func:`static_bytes`)
 --------------------------------------------------
@@ -14,7 +14,7 @@ spills and write-backs is fixed by the loop order, the stationarity and the buff
 times decide only when each transfer runs.
 
 :func:`static_bytes` replays that sequence with the engine's memory steps (§4.1's pin, place and
-spill; Algorithm 1, lines 21–28, steps 1 and 4 of :mod:`~npusched.heuristics.flexer.ooo`) and
+spill; Algorithm 1, lines 21–28, steps 1 and 4 of :mod:`~npusched.heuristics.flexer.engine`) and
 no clock. The static search (:func:`~npusched.heuristics.flexer.search.search_layer`) uses it as
 a bound: every schedule is at least :func:`~npusched.heuristics.flexer.search.lat_bound` long,
 so ``lat_bound × bytes`` bounds its ``latency × bytes``, and a loop order whose bound reaches the
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from npusched.heuristics.flexer.engine import Engine, Pruned, _tables, set_operands
 from npusched.heuristics.flexer.memory import NoFit, Regions
-from npusched.heuristics.flexer.ooo import Engine, Pruned, _tables, set_operands
 from npusched.partition.schemes import loop_order_rank
 from npusched.problem.flexer.layer import IN, OT, WT, FlexerSchedule, TiledConv
 from npusched.problem.flexer.settings import STATIONARITY
@@ -112,7 +112,7 @@ def static_bytes(
     ``transfer_bytes``), from the memory steps alone (module notes).
 
     ``stop_above = (latency bound, best metric)``: raise
-    :class:`~npusched.heuristics.flexer.ooo.Pruned` once ``latency bound × (once-per-tile
+    :class:`~npusched.heuristics.flexer.engine.Pruned` once ``latency bound × (once-per-tile
     bytes + the bytes moved beyond them so far)`` reaches the best metric, as the timed
     schedule would with a latency bound that never rises.
 

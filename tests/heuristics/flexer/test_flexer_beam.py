@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from npusched import solve
 from npusched.bench.flexer import main as bench_main
-from npusched.heuristics.flexer import ooo
+from npusched.heuristics.flexer import engine
 from npusched.heuristics.flexer.beam import beam_schedule
 from npusched.heuristics.flexer.ooo import DATAFLOWS, NoFit, ooo_schedule
 from npusched.heuristics.flexer.search import search_layer
@@ -133,7 +133,7 @@ class _Clock:
 @pytest.mark.parametrize("ticks, found", [(1, False), (40, True)])
 def test_a_deadline_returns_the_best_verified_schedule_marked_incomplete(monkeypatch, ticks, found):
     net = net_of(64, 64, 8)
-    monkeypatch.setattr(ooo, "time", _Clock(ticks))  # the schedules' clock only
+    monkeypatch.setattr(engine, "time", _Clock(ticks))  # the schedules' clock only
     r = search_layer(net, net.layers[0], small_settings(), "beam", deadline=time.time() + 3600)
     assert not r.stats["complete"]
     assert (r.solution is not None) is found
