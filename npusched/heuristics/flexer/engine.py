@@ -45,7 +45,7 @@ from npusched.problem.flexer.layer import (
     dram_cycles,
 )
 
-__all__ = ["Engine", "Pruned", "TimeUp", "set_operands"]
+__all__ = ["Engine", "Pruned", "TimeUp", "problem_tables", "set_operands"]
 
 
 class Pruned(Exception):
@@ -57,7 +57,7 @@ class TimeUp(Exception):
 
 
 @lru_cache(maxsize=4)
-def _tables(p: TiledConv, bandwidth: float) -> tuple:
+def problem_tables(p: TiledConv, bandwidth: float) -> tuple:
     """What every engine of ``p`` reads and none changes: each tile's size, its load's DRAM
     cycles, its type; each operation's latency, operands and whether it starts its chain; the
     tiles' use counts (copied by each engine); the once-per-tile DRAM cycles, the total
@@ -94,7 +94,7 @@ class Engine:
     ) -> None:
         self.p, self.n, self.capacity, self.bw, self.mem = p, n, capacity, bandwidth, memory
         self.prefetch = prefetch
-        t = _tables(p, bandwidth)  # read only, shared by every engine of the problem
+        t = problem_tables(p, bandwidth)  # read only, shared by every engine of the problem
         self.size, self.cycles, self.dtype, self.lat, self.opd, self.first = t[:6]
         self.rem = t[6][:]
         nd = p.n_data

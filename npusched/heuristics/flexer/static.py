@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npusched.heuristics.flexer.engine import Engine, Pruned, _tables, set_operands
+from npusched.heuristics.flexer.engine import Engine, Pruned, problem_tables, set_operands
 from npusched.heuristics.flexer.memory import NoFit, Regions
 from npusched.partition.schemes import loop_order_rank
 from npusched.problem.flexer.layer import IN, OT, WT, FlexerSchedule, TiledConv
@@ -124,7 +124,7 @@ def static_bytes(
         See ``stop_above``.
     """
     mem = static_regions(p, n_npus, capacity, stationary)
-    t = _tables(p, bandwidth)
+    t = problem_tables(p, bandwidth)
     size, dtype, opd, first, rem, once = t[0], t[2], t[4], t[5], t[6][:], t[9]
     out_bytes = p.out_bytes.tolist()
     dirty = [False] * p.n_data
