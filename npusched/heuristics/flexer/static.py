@@ -4,7 +4,7 @@ loop order, ``n`` at a time (one per NPU), with a fixed region per data type, ru
 scheduler's engine (:class:`~npusched.heuristics.flexer.engine.Engine`).
 
 Its bytes, without its times (:func:`static_bytes`)
---------------------------------------------------
+---------------------------------------------------
 A static schedule (:func:`static_schedule`) moves the same data
 whatever its times are. Its memory, :class:`~npusched.heuristics.flexer.memory.Regions`, picks a
 free slot by the time it became free, which moves a tile's *address*, but it replaces a tile only
