@@ -82,7 +82,7 @@ def static_schedule(
     """A loop-order schedule (§2.2, Fig. 3b–c, Fig. 5b): operations in ``loop_order``, ``n`` at
     a time, with fixed regions; the ``stationary`` type (``IS``, ``WS``, ``OS``) keeps the space
     the other types leave after ``n`` slots each. ``stop_above``, ``prefetch`` and ``deadline``
-    as in :func:`ooo_schedule`.
+    as in :func:`~npusched.heuristics.flexer.ooo.ooo_schedule`.
 
     Raises
     ------

@@ -52,7 +52,8 @@ def test_static_bytes_are_the_timed_schedules(
 ):
     """The bytes of the untimed replay equal the timed schedule's transfers, the schedule
     verifies, and the bandwidth (which moves every time) does not change them."""
-    p = tiled_conv(conv(c, k, hw, kernel), conv(c, k, hw, kernel).layers[0], tiles, UNROLL)
+    net = conv(c, k, hw, kernel)
+    p = tiled_conv(net, net.layers[0], tiles, UNROLL)
     cap = int(slack * n * max(p.footprint(o) for o in range(p.n_ops)))
     try:
         sched = static_schedule(
