@@ -68,7 +68,7 @@ from npusched.methods.registry import solve
 from npusched.plot.flexer_explain import time_split_bars
 from npusched.problem.flexer.layer import FlexerInstance, FlexerSchedule, TiledConv
 from npusched.problem.flexer.residency import ResidencyProblem
-from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES
+from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES, Settings
 from npusched.workload.network import Network
 from npusched.workload.zoo import load_network
 
@@ -662,8 +662,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scheduler", choices=list(OOO_KINDS), default="ooo",
                     help="search, explain, speed: the out-of-order search (flexer-ooo, the "
                     "paper's greedy, flexer-beam, or flexer-lns: the beam re-timed)")  # fmt: skip
-    ap.add_argument("--lns-seconds", type=float, default=2.0,
-                    help="flexer-lns: seconds of re-timing per layer")  # fmt: skip
+    ap.add_argument("--lns-seconds", type=float, default=Settings.lns_seconds,
+                    help="flexer-lns: seconds of re-timing per layer (default "
+                    f"{Settings.lns_seconds:g})")  # fmt: skip
     ap.add_argument("--beam-width", type=int, default=8, help="flexer-beam: branches per step")
     ap.add_argument("--beam-depth", type=int, default=3, help="flexer-beam: sets looked ahead")
     ap.add_argument("--beam-top", type=int, default=16,

@@ -74,8 +74,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     f.add_argument(
         "--lns-seconds",
         type=float,
-        default=2.0,
-        help="lns: seconds of re-timing per layer, after the beam (default 2)",
+        default=Settings.lns_seconds,
+        help="lns: seconds of re-timing per layer, after the beam (default "
+        f"{Settings.lns_seconds:g})",
     )
     f.add_argument(
         "--beam-width",

@@ -103,7 +103,7 @@ class FlexerLnsParams(FlexerBeamParams):
     seconds: float | None = None
     rounds: int = 200
     lns_window: int = 16
-    round_limit: float = 1.0
+    round_limit: float = 0.5
 
     def __post_init__(self) -> None:
         super().__post_init__()

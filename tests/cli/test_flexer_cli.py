@@ -25,8 +25,8 @@ def _metric(row: dict) -> int:
 
 def test_lns_is_the_default_and_no_worse_than_the_beam(capsys):
     """The default re-times the beam's schedules: never longer, the same bytes, verified."""
-    lns, beam = _run(capsys, "--lns-seconds", "1"), _run(capsys, "--scheduler", "beam")
-    assert lns["scheduler"] == "lns" and lns["settings"]["lns_seconds"] == 1
+    lns, beam = _run(capsys, "--lns-seconds", "0.5"), _run(capsys, "--scheduler", "beam")
+    assert lns["scheduler"] == "lns" and lns["settings"]["lns_seconds"] == 0.5
     assert lns["verified_schedules"] == 4 and lns["complete"] is True
     for a, b in zip(lns["layers"], beam["layers"], strict=True):
         assert a["ooo_latency"] <= b["ooo_latency"]

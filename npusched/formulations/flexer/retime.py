@@ -346,7 +346,7 @@ def retime_lns(
     time_limit: float | None = 10.0,
     rounds: int = 40,
     window: int = 8,
-    round_limit: float = 1.0,
+    round_limit: float = 0.5,
     threads: int = 1,
     seed: int = 0,
 ) -> LnsOutcome:

@@ -38,7 +38,7 @@ class Settings:
     beam_width: int = 8  # flexer-beam: branches kept per step
     beam_depth: int = 3  # flexer-beam: sets looked ahead per branch (1: none beyond its own)
     beam_top: int = 16  # flexer-beam: the greedy's best (tiling, dataflow) pairs refined (0: all)
-    lns_seconds: float = 2.0  # flexer-lns: seconds of re-timing per layer after the beam
+    lns_seconds: float = 1.0  # flexer-lns: seconds of re-timing per layer after the beam
     prefetch: bool = False
     fill_drain: int | None = None  # cycles per operation; None: rows + columns of the array
     cost: str = "compute"  # intra-core cost model of an operation (npusched.costmodel)
