@@ -303,10 +303,20 @@ def _select(e: Engine, cand: list[int], k: int, priority: str) -> list[int]:
 def ready_after(
     problem: TiledConv, ready: list[int], chosen: Sequence[int], rank: IntArray
 ) -> list[int]:
-    """The ready queue once ``chosen`` is issued: without them, with each one's partial-sum
-    successor, by dataflow ``rank``."""
+    """The ready queue once ``chosen`` (operations of ``ready``) is issued: without them, with
+    each one's partial-sum successor, by dataflow ``rank``. The chosen lie in the queue's
+    window at its head, so only the head up to the last of them is filtered in Python; the
+    rest is copied as a slice."""
     done = set(chosen)
-    out = [o for o in ready if o not in done]
+    out, i, left = [], 0, len(done)
+    while left:
+        o = ready[i]
+        i += 1
+        if o in done:
+            left -= 1
+        else:
+            out.append(o)
+    out += ready[i:]
     nc = problem.counts[3]
     for o in chosen:  # ranks are distinct: each successor has one place in the order
         if problem.op_c[o] < nc - 1:
