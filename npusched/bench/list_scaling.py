@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from npusched.bench.doc import growth
 from npusched.heuristics.scheduling.atomic import atomic_schedule
 from npusched.heuristics.scheduling.list_scheduling import etf_schedule, priority_list_schedule
 from npusched.problem.scheduling.instance import SchedulingInstance
@@ -115,10 +116,7 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
     ]
     prev: dict[str, Any] | None = None
     for r in rows:
-        t_ratio = n_ratio = "–"
-        if prev is not None:
-            t_ratio = f"{r['seconds'] / prev['seconds']:.2f}"
-            n_ratio = f"{r['n'] / prev['n']:.2f}"
+        t_ratio, n_ratio = growth(prev, r, "n")
         etf_s = "–" if r["etf_s"] is None else f"{r['etf_s']:.2f}"
         etf_ms = "–" if r["etf_makespan"] is None else str(r["etf_makespan"])
         vs = "–"

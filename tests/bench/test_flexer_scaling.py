@@ -1,0 +1,36 @@
+"""``python -m npusched.bench.flexer_scaling``: both series run, every schedule verifies, and
+bad options are a one-line error with exit 2."""
+
+import pytest
+
+from npusched.bench.flexer_scaling import conv_network, main
+
+
+def test_both_series_schedule_and_verify(capsys):
+    assert main(["--sizes", "14,28", "--tile", "7", "--tiles", "14,7", "--tile-layer", "28"]) == 0
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| size") or
+            ln.startswith("| tile")]  # fmt: skip
+    assert len(rows) == 4 and all("| ok |" in r for r in rows)
+    ops = [int(r.split("|")[4]) for r in rows]
+    # 28×28 at 7×7 tiles: 16 positions × 2 output × 2 input channel tiles; 14×14: a quarter
+    assert ops == [16, 64, 16, 64]
+
+
+def test_the_layer_keeps_its_size():
+    net = conv_network(20)
+    assert net.shapes["conv"] == (64, 20, 20)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--sizes", "0,28"], "--sizes values must be >= 1, got '0,28'"),
+        (["--tiles", "a"], "--tiles takes integers separated by commas, got 'a'"),
+        (["--tile", "0"], "--tile values must be >= 1, got '0'"),
+        (["--tile-layer", "-3"], "--tile-layer values must be >= 1, got '-3'"),
+    ],
+)
+def test_bad_options_exit_2(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"error: {message}" and "Traceback" not in err
