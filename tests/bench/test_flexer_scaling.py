@@ -34,3 +34,20 @@ def test_bad_options_exit_2(capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"error: {message}" and "Traceback" not in err
+
+
+def test_peak_resident_counts_the_most_tiles_held_at_once():
+    """Against a count at each residency's start (the peak is reached at one of them)."""
+    from npusched.arch import load_arch
+    from npusched.bench.flexer_scaling import peak_resident
+    from npusched.heuristics.flexer.ooo import ooo_schedule
+    from npusched.heuristics.flexer.search import layer_problem
+    from npusched.problem.flexer.settings import Settings
+
+    s = Settings.from_arch(load_arch("flexer-arch5"), max_ops=0)
+    net = conv_network(28)
+    sched = ooo_schedule(layer_problem(net, net.layers[0], (32, 7, 7, 32), s), s.n_npus,
+                         s.capacity, s.bandwidth)  # fmt: skip
+    held = [r for r in sched.residencies if r.end > r.start]
+    brute = max(sum(q.start <= r.start < q.end for q in held) for r in held)
+    assert peak_resident(sched) == brute >= 3
