@@ -30,6 +30,7 @@ import copy
 import time
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,7 +46,7 @@ from npusched.problem.flexer.layer import (
     dram_cycles,
 )
 
-__all__ = ["Engine", "Pruned", "TimeUp", "problem_tables", "set_operands"]
+__all__ = ["Engine", "Pruned", "Tables", "TimeUp", "problem_tables", "set_operands"]
 
 
 class Pruned(Exception):
@@ -56,19 +57,34 @@ class TimeUp(Exception):
     """A schedule stopped because the search's deadline passed."""
 
 
+class Tables(NamedTuple):
+    """What every engine of a problem reads and none changes (:func:`problem_tables`)."""
+
+    size: list[int]  # bytes per tile
+    cycles: list[int]  # DRAM cycles of a tile's transfer
+    dtype: list[int]  # each tile's type (IN, WT, OT)
+    lat: list[int]  # each operation's latency
+    opd: list[tuple[int, int, int]]  # each operation's input, weight and output tile
+    first: list[bool]  # the operation starts its partial-sum chain
+    uses: list[int]  # each tile's use count (an engine copies it)
+    once_cycles: tuple[int, int]  # DRAM cycles of the first loads and of the write-backs
+    work: int  # the operations' total latency
+    once: int  # bytes every schedule moves (each tile once)
+
+
 @lru_cache(maxsize=4)
-def problem_tables(p: TiledConv, bandwidth: float) -> tuple:
-    """What every engine of ``p`` reads and none changes: each tile's size, its load's DRAM
-    cycles, its type; each operation's latency, operands and whether it starts its chain; the
-    tiles' use counts (copied by each engine); the once-per-tile DRAM cycles, the total
-    latency and the once-per-tile bytes. Kept for the last few problems: a search schedules
-    each tiling in every dataflow."""
-    size = p.data_bytes.tolist()
-    cycles = np.maximum(1, np.ceil(p.data_bytes / bandwidth)).astype(np.int64).tolist()
+def problem_tables(p: TiledConv, bandwidth: float) -> Tables:
+    """The :class:`Tables` of ``p`` at ``bandwidth``. Kept for the last few problems: a search
+    schedules each tiling in every dataflow."""
     opd = list(zip(p.op_in.tolist(), p.op_wt.tolist(), p.op_ot.tolist(), strict=True))
-    return (size, cycles, p.data_type.tolist(), p.latency.tolist(), opd, (p.op_c == 0).tolist(),
-            p.uses.tolist(), p.once_cycles(bandwidth), int(p.latency.sum()),
-            sum(p.onchip_bytes().values()))  # fmt: skip
+    return Tables(
+        size=p.data_bytes.tolist(),
+        cycles=np.maximum(1, np.ceil(p.data_bytes / bandwidth)).astype(np.int64).tolist(),
+        dtype=p.data_type.tolist(), lat=p.latency.tolist(), opd=opd,
+        first=(p.op_c == 0).tolist(), uses=p.uses.tolist(),
+        once_cycles=p.once_cycles(bandwidth), work=int(p.latency.sum()),
+        once=sum(p.onchip_bytes().values()),
+    )  # fmt: skip
 
 
 def set_operands(
@@ -95,8 +111,9 @@ class Engine:
         self.p, self.n, self.capacity, self.bw, self.mem = p, n, capacity, bandwidth, memory
         self.prefetch = prefetch
         t = problem_tables(p, bandwidth)  # read only, shared by every engine of the problem
-        self.size, self.cycles, self.dtype, self.lat, self.opd, self.first = t[:6]
-        self.rem = t[6][:]
+        self.size, self.cycles, self.dtype, self.lat = t.size, t.cycles, t.dtype, t.lat
+        self.opd, self.first = t.opd, t.first
+        self.rem = t.uses[:]
         nd = p.n_data
         self.ready = [0] * nd  # data valid on chip from
         self.last = [0] * nd  # end of the last issued operation that uses it
@@ -104,12 +121,12 @@ class Engine:
         self.dirty = [False] * nd
         self.seen = [False] * nd  # loaded (inputs, weights) or written (outputs) once
         self.extra_bytes = 0  # bytes moved beyond each tile once (reloads, partial sums)
-        self.once = t[9]
+        self.once = t.once
         # cycles still to come for certain: on the NPUs every operation and (loads on the NPU's
         # time) the first load of every input and weight tile; on the DRAM channel those loads
         # and every output's write-back
-        loads, writes = t[7]
-        self.todo = t[8] + (0 if prefetch else loads)
+        loads, writes = t.once_cycles
+        self.todo = t.work + (0 if prefetch else loads)
         self.dram_todo = loads + writes
         self.dram_busy = 0
         self.res: dict[int, tuple[int, int]] = {}  # resident data → (address, since)

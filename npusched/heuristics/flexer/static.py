@@ -125,7 +125,7 @@ def static_bytes(
     """
     mem = static_regions(p, n_npus, capacity, stationary)
     t = problem_tables(p, bandwidth)
-    size, dtype, opd, first, rem, once = t[0], t[2], t[4], t[5], t[6][:], t[9]
+    size, dtype, opd, first, rem, once = t.size, t.dtype, t.opd, t.first, t.uses[:], t.once
     out_bytes = p.out_bytes.tolist()
     dirty = [False] * p.n_data
     seen = [False] * p.n_data  # loaded (inputs, weights) or written (outputs) once
