@@ -27,6 +27,7 @@ from typing import Any
 
 from npusched.arch import load_arch
 from npusched.bench.doc import growth
+from npusched.heuristics.flexer.memory import NoFit
 from npusched.heuristics.flexer.ooo import ooo_schedule
 from npusched.heuristics.flexer.search import layer_problem
 from npusched.problem.flexer.layer import FlexerSchedule
@@ -61,11 +62,22 @@ def peak_resident(sched: FlexerSchedule) -> int:
 
 def measure(series: str, size: int, tile: int, s: Settings) -> dict[str, Any]:
     """Schedule and verify the ``size`` × ``size`` layer at ``tile`` × ``tile`` rows and
-    columns per tile; one row."""
+    columns per tile; one row.
+
+    Raises
+    ------
+    ValueError
+        One operation's tiles do not fit in the buffer."""
     net = conv_network(size)
     p = layer_problem(net, net.layers[0], (32, tile, tile, 32), s)
     t0 = time.perf_counter()
-    sched = ooo_schedule(p, s.n_npus, s.capacity, s.bandwidth)
+    try:
+        sched = ooo_schedule(p, s.n_npus, s.capacity, s.bandwidth)
+    except NoFit:
+        raise ValueError(
+            f"{series} series: {tile}x{tile} tiles of the {size}x{size} layer need "
+            f"{p.footprint(0)} bytes for one operation; the buffer has {s.capacity}"
+        ) from None
     secs = time.perf_counter() - t0
     rep = verify_flexer(sched)
     return {
@@ -125,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit code: 0 when every schedule verified, 1 when one did not, 2 on bad options.
+        The exit code: 0 when every schedule verified, 1 when one did not, 2 on bad options
+        (a tile whose operation does not fit in the buffer among them).
     """
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="56,112,224,448", help="layer rows = columns (size series)")
@@ -141,8 +154,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     s = Settings.from_arch(load_arch("flexer-arch5"), cost="analytic", max_ops=0)
-    rows = [measure("size", n, args.tile, s) for n in sizes]
-    rows += [measure("tile", args.tile_layer, t, s) for t in tiles]
+    try:
+        rows = [measure("size", n, args.tile, s) for n in sizes]
+        rows += [measure("tile", args.tile_layer, t, s) for t in tiles]
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print("\n".join(table(rows)))
     return 0 if all(r["verify"] == "ok" for r in rows) else 1
 

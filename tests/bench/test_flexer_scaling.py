@@ -51,3 +51,14 @@ def test_peak_resident_counts_the_most_tiles_held_at_once():
     held = [r for r in sched.residencies if r.end > r.start]
     brute = max(sum(q.start <= r.start < q.end for q in held) for r in held)
     assert peak_resident(sched) == brute >= 3
+
+
+def test_a_tile_that_does_not_fit_is_a_one_line_error(capsys):
+    import re
+
+    assert main(["--sizes", "14", "--tiles", "224"]) == 2
+    out = capsys.readouterr()
+    assert out.out == ""  # no table half-written
+    m = re.fullmatch(r"error: tile series: 224x224 tiles of the 224x224 layer need (\d+) "
+                     r"bytes for one operation; the buffer has (\d+)\n", out.err)  # fmt: skip
+    assert m is not None and int(m[1]) > int(m[2])
