@@ -95,7 +95,7 @@ def _same_length(path: str, table: dict[str, Any], name: str) -> int:
     return n
 
 
-def _index(path: str, ids: np.ndarray, field: str, values: Any) -> np.ndarray:
+def id_positions(path: str, ids: np.ndarray, field: str, values: Any) -> np.ndarray:
     """Positions of the ids ``values`` in ``ids`` (sorted search); an id of another type or an
     unknown id is an InputError."""
     refs = _array(path, field, values)
@@ -106,7 +106,7 @@ def _index(path: str, ids: np.ndarray, field: str, values: Any) -> np.ndarray:
         or (refs.dtype.kind == "U") != (ids.dtype.kind == "U")
         or refs.dtype.kind not in "iuU"
     ):
-        raise InputError(path, field, "edge ends must be μop ids (of the μop ids' type)")
+        raise InputError(path, field, "must be μop ids (of the μop ids' type)")
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
     pos = np.clip(np.searchsorted(sorted_ids, refs), 0, ids.size - 1)
@@ -141,8 +141,8 @@ def graph_from_columns(
             )
     cols = {k: edges[k] for k in ("src", "dst", "bytes") if k in edges}
     num_edges = _same_length(path, cols, "edges") if cols else 0
-    src = _index(path, ids, "edges.src", edges.get("src", []))
-    dst = _index(path, ids, "edges.dst", edges.get("dst", []))
+    src = id_positions(path, ids, "edges.src", edges.get("src", []))
+    dst = id_positions(path, ids, "edges.dst", edges.get("dst", []))
     byt = int_array(path, "edges.bytes", edges.get("bytes", np.zeros(num_edges, np.int64)))
     keys = tuple(ids.tolist())
     try:

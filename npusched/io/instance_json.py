@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,14 +10,9 @@ import numpy as np
 from npusched.common.errors import InputError
 from npusched.common.jsonio import load_schema, read_json, validate, write_json
 from npusched.io.columnar import COMPACT_ABOVE, graph_columns, graph_from_columns
+from npusched.io.routed_json import routed_from_dict, routed_to_dict
 from npusched.problem import Accelerator, Core, Reference, SchedulingInstance, UopGraph
-from npusched.problem.scheduling.routed import (
-    DramTensor,
-    Link,
-    RoutedInstance,
-    Topology,
-    over_output,
-)
+from npusched.problem.scheduling.routed import RoutedInstance
 
 FORMAT = "npusched/instance/v1"
 
@@ -33,11 +27,11 @@ def instance_to_dict(
 ) -> dict[str, Any]:
     """The instance as a JSON document; ``compact`` chooses the columnar form of the graph
     (:mod:`npusched.io.columnar`; default: above :data:`COMPACT_ABOVE` μops). Routed instances
-    use the row form."""
-    if isinstance(inst, RoutedInstance):
-        return _routed_to_dict(inst)
+    take the same form (:mod:`npusched.io.routed_json`)."""
     if compact is None:
         compact = inst.n > COMPACT_ABOVE
+    if isinstance(inst, RoutedInstance):
+        return routed_to_dict(inst, instance_to_dict(inst.base, compact))
     g, acc = inst.graph, inst.accelerator
     cores = []
     for c in acc.cores:
@@ -83,154 +77,6 @@ def instance_to_dict(
     return out
 
 
-def _routed_to_dict(inst: RoutedInstance) -> dict[str, Any]:
-    out = instance_to_dict(inst.base)
-    ids, cores = inst.graph.ids, inst.accelerator.cores
-    for i, u in enumerate(out["uops"]):
-        if not inst.mask[i].all():
-            u["allowed_cores"] = [cores[k].id for k in np.flatnonzero(inst.mask[i])]
-        if inst.preferred is not None:
-            u["preferred_core"] = cores[int(inst.preferred[i])].id
-        if inst.layer is not None:
-            u["layer"] = int(inst.layer[i])
-        if inst.streamed is not None and inst.streamed[i]:
-            u["streamed"] = True
-        if inst.output is not None:
-            u["output"] = int(inst.output[i])
-    topo = inst.topology
-    out["data_unit"] = inst.data_unit
-    out["topology"] = {
-        "dram_core": topo.dram,
-        "hop_latency": topo.hop_latency,
-        "links": [
-            {
-                "id": ln.id,
-                "sender": ln.sender,
-                "receiver": ln.receiver,
-                "bandwidth": ln.bandwidth,
-                "bus_id": ln.bus_id,
-                "offchip": ln.offchip,
-                "name": ln.name,
-            }
-            for ln in topo.links
-        ],
-        "routes": [
-            {"src": a, "dst": b, "links": [topo.links[x].id for x in r]}
-            for (a, b), r in sorted(topo.routes.items())
-        ],
-    }
-    if inst.capacity is not None:
-        out["memory_capacity"] = {
-            str(c.id): int(v) for c, v in zip(cores, inst.capacity.tolist(), strict=True)
-        }
-    out["dram_tensors"] = [
-        {"name": t.name, "data": t.data, "consumers": [ids[i] for i in t.consumers.tolist()]}
-        for t in inst.dram
-    ]
-    return out
-
-
-def _routed_from_dict(data: dict[str, Any], base: SchedulingInstance, path: str) -> RoutedInstance:
-    index = {uid: i for i, uid in enumerate(base.graph.ids)}
-    col = base.accelerator.index_of
-    n, m = base.n, base.m
-    allowed = np.ones((n, m), dtype=bool)
-    preferred = None
-    for i, u in enumerate(data["uops"]):
-        for name in ("allowed_cores", "preferred_core"):
-            bad = [c for c in np.atleast_1d(u.get(name, [])).tolist() if c not in col]
-            if bad:
-                raise InputError(path, f"uops/{i}/{name}", f"core {bad[0]} does not exist")
-        if "allowed_cores" in u:
-            allowed[i] = False
-            allowed[i, [col[c] for c in u["allowed_cores"]]] = True
-    if all("preferred_core" in u for u in data["uops"]):
-        preferred = np.array([col[u["preferred_core"]] for u in data["uops"]], dtype=np.int64)
-    topo_data = data["topology"]
-    links = tuple(
-        Link(
-            ln["id"],
-            ln["sender"],
-            ln.get("receiver"),
-            ln["bandwidth"],
-            ln.get("bus_id", -1),
-            ln.get("offchip", False),
-            ln.get("name", ""),
-        )
-        for ln in topo_data["links"]
-    )
-    routes = {(r["src"], r["dst"]): tuple(r["links"]) for r in topo_data["routes"]}
-    tensors = []
-    for k, t in enumerate(data.get("dram_tensors", [])):
-        missing = [c for c in t["consumers"] if c not in index]
-        if missing:
-            raise InputError(path, f"dram_tensors/{k}/consumers", f"no μop has id {missing[0]!r}")
-        tensors.append(
-            DramTensor(t["name"], t["data"], np.array([index[c] for c in t["consumers"]]))
-        )
-    try:
-        topo = Topology(links, routes, topo_data.get("dram_core"), topo_data.get("hop_latency", 0))
-        inst = RoutedInstance(
-            base, topo, allowed, tuple(tensors), data.get("data_unit", "bytes"), preferred
-        )
-    except ValueError as err:
-        raise InputError(path, "topology", str(err)) from None
-    return _memory_from_dict(_output_from_dict(inst, data, path), data, path)
-
-
-def _output_from_dict(inst: RoutedInstance, data: dict[str, Any], path: str) -> RoutedInstance:
-    """The μops' ``output`` (the data each produces; its edges carry what their consumers read
-    of it): every μop's or none's, and no edge carrying more than its producer's."""
-    uops = data["uops"]
-    given = ["output" in u for u in uops]
-    if not any(given):
-        return inst
-    if not all(given):
-        k = given.index(False)
-        raise InputError(path, f"uops/{k}/output", "needs every μop's output when any μop has one")
-    output = np.array([u["output"] for u in uops], dtype=np.int64)  # the schema: ints >= 0
-    e = over_output(inst.graph, output)
-    if e is not None:
-        g = inst.graph
-        p = int(g.src[e])
-        raise InputError(
-            path, f"uops/{p}/output",
-            f"μop {g.ids[p]} outputs {int(output[p])}, but its edge to μop {g.ids[g.dst[e]]} "
-            f"(edges/{e}) carries {int(g.bytes[e])}: an edge carries what its consumer reads "
-            "of the output",
-        )  # fmt: skip
-    try:
-        return replace(inst, output=output)
-    except ValueError as err:
-        raise InputError(path, "uops/output", str(err)) from None
-
-
-def _memory_from_dict(inst: RoutedInstance, data: dict[str, Any], path: str) -> RoutedInstance:
-    """The memory fields of a routed instance: ``memory_capacity``, μops' ``layer`` and
-    ``streamed``."""
-    uops = data["uops"]
-    layer = [u.get("layer") for u in uops]
-    streamed = np.array([u.get("streamed", False) for u in uops], dtype=bool)
-    cap = data.get("memory_capacity")
-    capacity = None
-    if cap is not None:
-        ids = [str(c.id) for c in inst.accelerator.cores]
-        unknown = sorted(set(cap) - set(ids))
-        if unknown or len(cap) != len(ids):
-            why = f"core {unknown[0]} does not exist" if unknown else "needs every core's size"
-            raise InputError(path, "memory_capacity", why)
-        capacity = np.array([cap[k] for k in ids], dtype=np.int64)
-    try:
-        return replace(
-            inst,
-            layer=None if None in layer else np.array(layer, dtype=np.int64),
-            streamed=streamed if streamed.any() else None,
-            capacity=capacity,
-        )
-    except ValueError as err:
-        raise InputError(path, "memory_capacity", str(err)) from None
-
-
 def _accelerator(data: dict[str, Any], path: str) -> Accelerator:
     """The cores and their network (mesh or hypercube, delay model) of an instance document."""
     cores = []
@@ -262,19 +108,23 @@ def _accelerator(data: dict[str, Any], path: str) -> Accelerator:
         raise InputError(path, "cores", str(err)) from None
 
 
-def _columnar_from_dict(data: dict[str, Any], path: str) -> SchedulingInstance:
+def _columnar_from_dict(data: dict[str, Any], path: str) -> SchedulingInstance | RoutedInstance:
     """A columnar instance (:mod:`npusched.io.columnar`): the graph checked with numpy."""
     if not (isinstance(data["uops"], dict) and isinstance(data["edges"], dict)):
         raise InputError(path, "edges", "uops and edges must both be rows or both be columns")
-    if any(k in data for k in ("topology", "dram_tensors", "data_unit")):
-        raise InputError(path, "topology", "routed instances use the row form of uops and edges")
     acc = _accelerator(data, path)
     graph, table = graph_from_columns(data, path, acc.m)
     try:
         ref = Reference(**data.get("reference", {}))
-        return SchedulingInstance(graph, acc, table, data["name"], ref, data.get("source", {}))
+        inst = SchedulingInstance(graph, acc, table, data["name"], ref, data.get("source", {}))
     except ValueError as err:
         raise InputError(path, _field_of(err), str(err)) from None
+    if "topology" in data:
+        return routed_from_dict(data, inst, path)
+    cols = data["uops"]
+    cores = any(k in cols for k in ("allowed_count", "allowed_cores", "preferred_core"))
+    _not_routed(data, path, cores, "uops.output" if "output" in cols else None)
+    return inst
 
 
 def _field_of(err: ValueError) -> str:
@@ -332,15 +182,21 @@ def instance_from_dict(data: Any, path: str = "<memory>") -> SchedulingInstance 
     except ValueError as err:
         raise InputError(path, _field_of(err), str(err)) from None
     if "topology" in data:
-        return _routed_from_dict(data, inst, path)
-    if any(k in data for k in ("dram_tensors", "data_unit")) or any(
-        "allowed_cores" in u or "preferred_core" in u for u in data["uops"]
-    ):
-        raise InputError(path, "topology", "DRAM tensors and allowed cores need a topology")
-    given = [k for k, u in enumerate(data["uops"]) if "output" in u]
-    if given:  # it would change what edges carry: an instance without links must not drop it
-        raise InputError(path, f"uops/{given[0]}/output", "μop outputs need a topology")
+        return routed_from_dict(data, inst, path)
+    rows = data["uops"]
+    cores = any("allowed_cores" in u or "preferred_core" in u for u in rows)
+    given = [k for k, u in enumerate(rows) if "output" in u]
+    _not_routed(data, path, cores, f"uops/{given[0]}/output" if given else None)
     return inst
+
+
+def _not_routed(data: dict[str, Any], path: str, cores: bool, output: str | None) -> None:
+    """A document without a topology has no routed fields: DRAM tensors, a data unit, allowed
+    or preferred cores (``cores``), or μop outputs (``output``: the field of the first)."""
+    if any(k in data for k in ("dram_tensors", "data_unit")) or cores:
+        raise InputError(path, "topology", "DRAM tensors and allowed cores need a topology")
+    if output:  # it would change what edges carry: an instance without links must not drop it
+        raise InputError(path, output, "μop outputs need a topology")
 
 
 def read_instance(path: str | Path) -> SchedulingInstance | RoutedInstance:
