@@ -5,6 +5,7 @@ and without memory capacities, and ``joint``'s CP-SAT model of them (``lns`` on 
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 import numpy as np
@@ -59,41 +60,95 @@ def memory_priority(priority: Priority) -> str:
 
 
 def run_routed(instance: RoutedInstance, ctx: Context) -> Result:
-    """Schedule, allocation and link-contended transfers in one CP-SAT model (makespan), built
-    and solved within the time limit (:func:`bounded`: 3 100 μops with contention took 35 s to
-    build alone). Without a solution :func:`~npusched.methods.registry.solve` returns the warm
-    start with the bound."""
+    """Schedule, allocation and link-contended transfers in CP-SAT (makespan), built and solved
+    within the time limit (:func:`bounded`: 3 100 μops with contention took 35 s to build
+    alone). Without a solution :func:`~npusched.methods.registry.solve` returns the warm start
+    with the bound."""
     return bounded("joint", "cpsat", ctx, lambda c: _routed_answer(instance, c))
 
 
+def memory_binds(instance: RoutedInstance) -> bool:
+    """Whether some core's capacity is below all the data any schedule could keep there at
+    once: every non-streamed output and every DRAM tensor (each tensor is resident at most
+    once per core at any instant). Where it is not, the memories never constrain a
+    schedule."""
+    if instance.capacity is None:
+        return False
+    made = instance.output_data[~instance.is_streamed].sum()
+    total = int(made) + sum(int(t.data) for t in instance.dram)
+    return bool((instance.capacity < total).any())
+
+
+RELAX_SHARE = 0.5
+"""Share of ``joint``'s time that the relay relaxation gets on an instance whose memories may
+bind (the rest goes to the model with memories, for schedules); where they cannot bind, the
+relaxation's solutions are schedules and it gets all the time."""
+
+
 def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
-    from npusched.solvers.cpsat import cpsat_result, run_cpsat
+    """Without memory capacities (nothing is evicted) the model as it is, exact. With them,
+    the relay relaxation (:class:`RoutedModel` without memories, with ``relay=True`` where
+    cores can write back), whose bound holds for every schedule, evicting or not; its
+    solution, when it uses no relay and fits the memories (checked by
+    :func:`~npusched.verify.scheduling.routed.verify_routed`), is a schedule. Where that does
+    not give one, the model with the memories (no eviction) looks for a schedule with the
+    time left, and the relaxation's bound is reported."""
+    from npusched.verify.scheduling.routed import verify_routed
 
     warm = ctx.warm_start
-    model = RoutedModel(instance, warm.makespan(instance))
+    if instance.capacity is None:  # nothing to evict: the model is exact as it is
+        return _solve_model(instance, RoutedModel(instance, warm.makespan(instance)), warm, ctx)
+    binds = memory_binds(instance)
+    relaxed = dataclasses.replace(instance, capacity=None)
+    model = RoutedModel(relaxed, warm.makespan(instance), relay=instance.can_write_back)
+    share = RELAX_SHARE if binds else 1.0
+    remaining = ctx.remaining()
+    sub = ctx if remaining is None else ctx.until(time.perf_counter() + share * remaining)
+    res = _solve_model(relaxed, model, warm, sub)
+    if res.status is Status.INFEASIBLE:  # (relays pruned at the horizon: RoutedModel._relay)
+        res.bound = float(warm.makespan(instance))
+        return _warm(res, warm, instance, "the relaxation has no schedule shorter than the "
+                     "warm start: the warm start is returned")  # fmt: skip
+    res.stats["relaxation_bound"] = res.bound
+    sol = res.solution
+    ok = isinstance(sol, RoutedSchedule) and not res.stats.pop("relayed", False) and (
+        verify_routed(instance, sol).ok)  # fmt: skip
+    if ok or (res.solution is None and not binds):
+        return res
+    if not binds:  # the relaxation's best point relays a copy: keep its bound, not its point
+        return _warm(res, warm, instance,
+                     "the relaxation's best point relays a copy: the warm start is returned")
+    with_memory = RoutedModel(instance, warm.makespan(instance))
+    mem = _solve_model(instance, with_memory, warm, ctx)
+    # (its own bound holds only for schedules that evict nothing)
+    res.bound = max(float(instance.lower_bound()), *([res.bound] if res.bound is not None else []))
+    note = "bound = the relay relaxation's (valid with eviction); the model with memories has "
+    if mem.solution is None or mem.objective is None or mem.objective > warm.makespan(instance):
+        return _warm(res, warm, instance, f"{note}nothing shorter: the warm start is returned")
+    status = Status.OPTIMAL if mem.objective <= res.bound else Status.FEASIBLE
+    return dataclasses.replace(mem, status=status, bound=res.bound, stats=res.stats,
+                               message=note + "no eviction")  # fmt: skip
+
+
+def _warm(res: Result, warm: RoutedSchedule, instance: RoutedInstance, message: str) -> Result:
+    """``res`` (its bound) answered by the warm start: optimal where it meets the bound."""
+    ms = warm.makespan(instance)
+    status = Status.OPTIMAL if res.bound is not None and ms <= res.bound else Status.FEASIBLE
+    return dataclasses.replace(res, status=status, objective=float(ms), solution=warm,
+                               stats={**res.stats, "fallback": "warm_start"},
+                               message=message)  # fmt: skip
+
+
+def _solve_model(instance: RoutedInstance, model: RoutedModel, warm: RoutedSchedule,
+                 ctx: Context) -> Result:  # fmt: skip
+    """``model`` hinted from ``warm`` and run by CP-SAT for what is left of ``ctx``."""
+    from npusched.solvers.cpsat import cpsat_result, run_cpsat
+
     model.hint(warm)
     stats = {"intervals_on_links": sum(len(v) for v in model.res_intervals.values())}
     kw: dict[str, Any] = dict(threads=ctx.threads, seed=ctx.seed, log=ctx.log)
     status, solver, rec = run_cpsat(model.model, time_limit=ctx.remaining(), **kw)
     res = cpsat_result("joint", status, solver, rec, model.decode, stats)
-    return res if instance.capacity is None else without_eviction(instance, warm, res)
-
-
-def without_eviction(instance: RoutedInstance, warm: RoutedSchedule, res: Result) -> Result:
-    """A CP-SAT answer of the routed model with memory, which has no eviction: its schedules are
-    valid, but its bound (and an infeasibility proof) hold only for schedules that evict
-    nothing, so the instance's own bound is reported, and without a schedule from the model
-    the warm start (which may evict) is the answer."""
-    lb = instance.lower_bound()
-    note = "bound = the instance's lower_bound() (the model's holds only without eviction)"
-    trace = [dataclasses.replace(p, bound=lb) for p in res.trace]
-    if res.solution is None:
-        ms = warm.makespan(instance)
-        status = Status.OPTIMAL if ms == lb else Status.FEASIBLE
-        return dataclasses.replace(
-            res, status=status, objective=ms, bound=lb, solution=warm, trace=trace,
-            message=f"the model found no schedule without eviction ({res.status.value}): the "
-            f"warm start is returned; {note}",
-        )  # fmt: skip
-    status = Status.OPTIMAL if res.objective == lb else Status.FEASIBLE
-    return dataclasses.replace(res, status=status, bound=lb, trace=trace, message=note)
+    if res.solution is not None and model.relays:
+        res.stats["relayed"] = model.relayed(solver)
+    return res

@@ -40,7 +40,10 @@ def run_cpsat(
     solver = cp_model.CpSolver()
     p = solver.parameters
     for key, value in (params or {}).items():
-        setattr(p, key, value)
+        if isinstance(value, list):  # a repeated field (e.g. subsolvers)
+            getattr(p, key).extend(value)
+        else:
+            setattr(p, key, value)
     if time_limit is not None:
         p.max_time_in_seconds = max(0.01, float(time_limit))
     p.num_workers = max(1, int(threads))

@@ -17,6 +17,16 @@ the core's capacity ``M_c`` (Stream §III-F as constraints), optional where the 
 free (present with its copy). The model has no eviction. With ``units`` (one allocation unit per
 μop, Stream's layers) the μops of a unit share one allocation literal ``y_uk`` per core: the
 exact allocation model of :mod:`npusched.search.allocation_lns`.
+
+**The relay relaxation** (``relay=True``, without memory): a schedule that evicts may deliver a
+copy to core ``c`` by a write-back to DRAM and a re-fetch (the verifier accepts a re-fetch in
+place of the required transfer). The relaxation lets each copy arrive either by its transfer
+``τ_pac`` or by a relay ``ρ_pc``: a re-fetch interval on the route from DRAM to ``c`` that starts
+no earlier than ``e_p`` plus the shortest write-back of the whole output from any core. Every
+schedule of the instance, evicting or not and whatever its memories, maps to a solution of this
+model with the same μop times (take each copy's earliest delivery), so the model's optimum
+bounds every schedule from below; a solution that uses no relay and fits the memories is a
+schedule of the instance.
 """
 
 from __future__ import annotations
@@ -44,10 +54,19 @@ class RoutedModel:
     units
         Optional allocation unit of each μop: μops of one unit with a choice of core share their
         literals (they must allow the same cores).
+    relay
+        Let a copy arrive through DRAM instead of its transfer (the relay relaxation of the module
+        docstring); needs an instance without memory capacities whose cores can write back.
     """
 
-    def __init__(self, inst: RoutedInstance, horizon: int, units: Any = None) -> None:
+    def __init__(
+        self, inst: RoutedInstance, horizon: int, units: Any = None, relay: bool = False
+    ) -> None:
+        if relay and (inst.capacity is not None or not inst.can_write_back):
+            raise ValueError("the relay relaxation needs no capacities and a route to DRAM")
         self.inst, self.H = inst, int(horizon)
+        self.relays: dict[tuple[int, int], Any] = {}  # (producer, core) -> relay literal
+        self._relay_on = relay
         self.units = None if units is None else np.asarray(units, dtype=np.int64)
         self.model = cp_model.CpModel()
         self.life: dict[tuple[int, int, int], Any] = {}
@@ -193,34 +212,103 @@ class RoutedModel:
             for c in sorted({k for q in cons for k in self.x[q]}):
                 users = [q for q in cons if c in self.x[q]]
                 data = self._copy(p, c, {q: reads[q] for q in users})
+                relay = self._relay(p, c, users, reads) if self._relay_on else None
                 for a in self.x[p]:
                     if a == c:
                         continue
                     pa = self._lit(p, a)
-                    if pa is True and all(self._lit(q, c) is True for q in users):
+                    direct = relay is None and pa is True
+                    if direct and all(self._lit(q, c) is True for q in users):
                         lit: Any = True
                     else:
                         lit = m.new_bool_var(f"z{p},{a},{c}")
+                        other = [] if relay is None else [relay]
                         for q in users:
                             both = [v for v in (pa, self._lit(q, c)) if v is not True]
-                            m.add_bool_or([lit, *[v.Not() for v in both]])
+                            m.add_bool_or([lit, *other, *[v.Not() for v in both]])
+                    if relay is not None:  # a copy arrives once: the earlier of the two
+                        m.add_implication(relay, lit.Not())
                     t, cyc = self._transfer((p, a, c), data, inst.route(a, c), lit, users)
                     m.add(t >= self.e[p]).only_enforce_if([] if lit is True else [lit])
                     for q in users:
-                        cond = [v for v in (pa, self._lit(q, c)) if v is not True]
+                        cond = [v for v in (pa, self._lit(q, c), lit) if v is not True]
                         m.add(self.s[q] >= t + cyc).only_enforce_if(cond)
+
+    def _relay(self, p: int, c: int, users: list[int], reads: dict[int, int]) -> Any:
+        """The relay of ``p``'s copy into core ``c`` (relaxation; module docstring): a literal
+        and, when it holds, a re-fetch interval on the route from DRAM to ``c`` carrying the
+        copy (its least size where the allocation decides it), after ``p`` ends and the whole
+        output's shortest write-back, and before every consumer of ``p`` it serves there.
+        ``None`` where no relay can end before the horizon: ``p``'s earliest start and
+        latency, the write-back, the re-fetch and the longest tail of a consumer there reach
+        it (:attr:`~npusched.problem.scheduling.routed.RoutedInstance.heads_tails`). Every
+        schedule shorter than the horizon still maps to a solution, so a bound the model
+        proves below the horizon holds, and infeasibility proves the horizon optimal.
+
+        .. math:: \\rho_{pc} \\wedge x_{pa} \\Rightarrow r_{pc} \\ge e_p + w_{pa}, \\quad
+                  \\rho_{pc} \\wedge x_{qc} \\Rightarrow s_q \\ge r_{pc} +
+                  \\lceil b_{pc} / B_{D,c} \\rceil
+        """
+        inst, m = self.inst, self.model
+        least = self._copy_range(p, c, {q: reads[q] for q in users})[0]
+        route = inst.route(-1, c)
+        head, tail = inst.heads_tails
+        soonest = int(head[p] + inst.min_duration[p]) + min(
+            self._write_back(p, a) for a in self.x[p]) + inst.topology.cycles(least, route)
+        if soonest + int(tail[users].max()) >= self.H:
+            return None  # no schedule shorter than the horizon relays p's copy to c
+        lit = m.new_bool_var(f"relay{p},{c}")
+        key = (p, -2, c)  # a re-fetch: not one of the required transfers
+        t, cyc = self._transfer(key, least, route, lit, users)
+        del self.tstart[key]  # (decode and hints read the required transfers only)
+        for a, pa in self.x[p].items():
+            cond = [v for v in (lit, pa) if v is not True]
+            m.add(t >= self.e[p] + self._write_back(p, a)).only_enforce_if(cond)
+        for q in users:
+            cond = [v for v in (self._lit(q, c),) if v is not True]
+            m.add(self.s[q] >= t + cyc).only_enforce_if([lit, *cond])
+        here = [self._lit(q, c) for q in users]
+        if not any(v is True for v in here):  # a relay serves a consumer on c
+            m.add_bool_or([lit.Not(), *here])
+        home = self._lit(p, c)  # and comes to a core other than the producer's
+        if home is True:
+            m.add(lit == 0)
+        elif home is not False:
+            m.add_implication(lit, home.Not())
+        self.relays[(p, c)] = lit
+        return lit
+
+    def _write_back(self, p: int, a: int) -> int:
+        """``w_pa``: the shortest time from ``p``'s end on core ``a`` until its whole output is
+        in DRAM, written back from ``a`` or from a core ``x`` that first received it whole.
+
+        .. math:: w_{pa} = \\min\\big(\\ell(o_p, a \\to D),\\ \\min_{x \\ne a}
+                  \\ell(o_p, a \\to x) + \\ell(o_p, x \\to D)\\big)
+        """
+        inst, out = self.inst, int(self.inst.output_data[p])
+        cyc = inst.topology.cycles
+        return min([cyc(out, inst.route(a, -1))]
+                   + [cyc(out, inst.route(a, x)) + cyc(out, inst.route(x, -1))
+                      for x in range(inst.m) if x != a])  # fmt: skip
+
+    def _copy_range(self, p: int, c: int, reads: dict[int, int]) -> tuple[int, int]:
+        """The least and the largest copy of ``p``'s output that core ``c`` can receive from
+        the consumers ``reads`` (μop → what it reads) that may run there."""
+        fixed = sum(r for q, r in reads.items() if self._lit(q, c) is True)
+        free = [r for q, r in reads.items() if self._lit(q, c) is not True]
+        most = int(self.inst.copy_data(p, fixed + sum(free)))
+        return int(self.inst.copy_data(p, fixed if fixed else min(free))), most
 
     def _copy(self, p: int, c: int, reads: dict[int, int]) -> Any:
         """The copy of ``p``'s output core ``c`` receives from the consumers ``reads`` (μop →
         what it reads) that may run there: an int when the allocation cannot change it, else
         ``(variable, largest)`` with the variable ``min(o_p, Σ r_q x_qc)``."""
         inst = self.inst
-        fixed = sum(r for q, r in reads.items() if self._lit(q, c) is True)
-        free = {q: r for q, r in reads.items() if self._lit(q, c) is not True}
-        most = int(inst.copy_data(p, fixed + sum(free.values())))
-        least = int(inst.copy_data(p, fixed if fixed else min(free.values())))
+        least, most = self._copy_range(p, c, reads)
         if least == most:  # every copy the allocation can make is the same
             return most
+        fixed = sum(r for q, r in reads.items() if self._lit(q, c) is True)
+        free = {q: r for q, r in reads.items() if self._lit(q, c) is not True}
         var = self.model.new_int_var(0, most, f"b{p},{c}")
         total = fixed + sum(r * self._lit(q, c) for q, r in free.items())
         self.model.add_min_equality(var, [int(inst.output_data[p]), total])
@@ -351,6 +439,8 @@ class RoutedModel:
                     chosen[v] = bool(k == sched.core[i])
         for v, on in chosen.items():
             m.add_hint(v, on)
+        for v in self.relays.values():  # the relaxation's points include every schedule's
+            m.add_hint(v, False)
         tr = required_transfers(self.inst, sched.core)
         for t in range(tr.size):
             src, c = tr.key(t)
@@ -422,6 +512,11 @@ class RoutedModel:
             if w == w2:
                 m.add(start >= end)
         return m
+
+    def relayed(self, solver: Any) -> bool:
+        """Whether the solution in ``solver`` delivers a copy by a relay (then it is a point of
+        the relay relaxation only, not a schedule of the instance)."""
+        return any(solver.boolean_value(v) for v in self.relays.values())
 
     def decode(self, solver: Any) -> RoutedSchedule:
         """The schedule in a solved ``CpSolver`` (or anything with ``value``/``boolean_value``)."""

@@ -518,6 +518,44 @@ class RoutedInstance:
             float(sum(first.values())),
         )
 
+    @cached_property
+    def heads_tails(self) -> tuple[IntArray, IntArray]:
+        """Each μop's earliest start and its tail (the longest path from its start to the end,
+        its own fastest latency included) over every allowed assignment and transfer timing,
+        evicting or not: the critical path of :meth:`lower_bound`'s first item."""
+        d = self.min_duration
+        g, mask = self.graph, self.mask
+        bw, dram_bw = self._bandwidths()
+        copy = self.copy_data(g.src, self.read_data)  # at least what the consumer reads
+        # per distinct row of the mask (one for μops free to run anywhere): the fastest link
+        # between the core sets of each pair of rows that an edge joins, and from DRAM into one
+        kinds, of = np.unique(mask, axis=0, return_inverse=True)
+        of = of.ravel()
+        ends, pair_of = np.unique(np.stack([of[g.src], of[g.dst]]), axis=1, return_inverse=True)
+        pair = kinds[ends[0]][:, :, None] & kinds[ends[1]][:, None, :]
+        best = np.where(pair, bw[None], 0.0).max(axis=(1, 2))[pair_of.ravel()]
+        weight = np.ceil(copy / best - 1e-9)
+        if self.can_write_back:  # or relayed through DRAM: the whole output out, the copy back
+            back = max(min(self.topology.links[x].bandwidth for x in self.route(k, -1))
+                       for k in range(self.m))  # fmt: skip
+            relay = np.ceil(self.output_data[g.src] / back - 1e-9) + np.ceil(
+                copy / dram_bw.max() - 1e-9)
+            weight = np.minimum(weight, relay)
+        weight = np.where(g.bytes > 0, weight, 0).astype(np.int64)
+        fastest = np.where(kinds, dram_bw[None], 0.0).max(axis=1)[of]
+        head = np.zeros(self.n, dtype=np.int64)
+        for t in self.dram:
+            if t.data > 0 and t.consumers.size:
+                arrive = np.ceil(t.data / fastest[t.consumers] - 1e-9).astype(np.int64)
+                np.maximum.at(head, t.consumers, arrive)
+        if self.layer is not None:
+            head = np.maximum(head, ancestor_load_heads(g, d, self.layer, self.m))
+        head = g.heads(d, weight, head)
+        tail = g.tails(d)
+        head.setflags(write=False)
+        tail.setflags(write=False)
+        return head, tail
+
     def lower_bound(self) -> int:
         """A makespan bound valid for every allowed assignment and any transfer timing.
 
@@ -525,7 +563,9 @@ class RoutedInstance:
 
         - the critical path with each μop at its fastest allowed latency, where a data edge
           whose ends can share no core costs its fastest possible transfer (of no more than what
-          its consumer reads: :meth:`copy_data` of the edge alone), and a μop cannot start
+          its consumer reads: :meth:`copy_data` of the edge alone) or, where cores can write
+          back, its fastest relay through DRAM (the whole output written back, the copy
+          fetched again), whichever is shorter, and a μop cannot start
           before its DRAM tensors can arrive on any of its cores;
         - the load of μops that can run on one core only, and the load after each head and
           before each tail (:func:`~npusched.problem.scheduling.dag.release_load_bound`; with a
@@ -539,28 +579,9 @@ class RoutedInstance:
         - with memory capacities, the DRAM operands that cannot all be prefetched before their
           readers' heads (:func:`~npusched.problem.scheduling.bounds.prefetch_bound`).
         """
-        d = self.min_duration
-        g, mask = self.graph, self.mask
-        bw, dram_bw = self._bandwidths()
-        copy = self.copy_data(g.src, self.read_data)  # at least what the consumer reads
-        # per distinct row of the mask (one for μops free to run anywhere): the fastest link
-        # between the core sets of each pair of rows that an edge joins, and from DRAM into one
-        kinds, of = np.unique(mask, axis=0, return_inverse=True)
-        of = of.ravel()
-        ends, pair_of = np.unique(np.stack([of[g.src], of[g.dst]]), axis=1, return_inverse=True)
-        pair = kinds[ends[0]][:, :, None] & kinds[ends[1]][:, None, :]
-        best = np.where(pair, bw[None], 0.0).max(axis=(1, 2))[pair_of.ravel()]
-        weight = np.where(g.bytes > 0, np.ceil(copy / best - 1e-9), 0).astype(np.int64)
-        fastest = np.where(kinds, dram_bw[None], 0.0).max(axis=1)[of]
-        head = np.zeros(self.n, dtype=np.int64)
-        for t in self.dram:
-            if t.data > 0 and t.consumers.size:
-                arrive = np.ceil(t.data / fastest[t.consumers] - 1e-9).astype(np.int64)
-                np.maximum.at(head, t.consumers, arrive)
-        if self.layer is not None:
-            head = np.maximum(head, ancestor_load_heads(g, d, self.layer, self.m))
-        head = g.heads(d, weight, head)
-        tail = g.tails(d)
+        d, mask = self.min_duration, self.mask
+        head, tail = self.heads_tails
+        dram_bw = self._bandwidths()[1]
         bound = max(int((head + d).max()), release_load_bound(head, d, self.m),
                     release_load_bound(tail - d, d, self.m),
                     self._prefetch_bound(head, tail))  # fmt: skip
