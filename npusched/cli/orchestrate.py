@@ -116,6 +116,7 @@ def report(orch: Any, args: argparse.Namespace) -> dict[str, Any]:
         "uops": orch.instance.n,
         "cycles": orch.cycles,
         "bound": res.bound,
+        "bound_by": res.stats.get("bound_by"),
         "gap": res.gap,
         "method": res.method,
         "stages": orch.stages,

@@ -114,6 +114,13 @@ HAND_BACK = 1.0
 """Seconds of a final stage's limit kept for handing its answer back from the stage's process."""
 
 
+BOUND_SCOPE = {"twostage": "slots", "lns": "allocation"}
+"""What a final stage's bound holds for where it is not the instance: ``lns`` solves the
+instance restricted to the warm start's allocation, ``twostage`` bounds its slot model; the
+report's bound is the best one that holds for the instance (``bound_by`` names the stage),
+never one of these."""
+
+
 def _stage(inst: Instance, method: str, warm: Plan, limit: float, threads: int,
            seed: int) -> tuple[Result | None, dict[str, Any]]:  # fmt: skip
     """Run one final stage if it applies and has time; its verified result and a summary. The
@@ -192,9 +199,14 @@ def final_stages(
         if res is not None:
             results.append(res)
     best = best_of(inst, results)
+    for method, info in stages.items():
+        if info.get("bound") is not None:
+            info["bound_scope"] = BOUND_SCOPE.get(method, "instance")
     # joint's bound holds for the instance; twostage's is in slots, lns's only for its allocation
-    bounds = [r.bound for r in results if r.bound is not None and r.method == "joint"]
-    best.bound = max([float(inst.lower_bound()), *bounds])
+    bounds = [(float(inst.lower_bound()), "lower_bound")] + [
+        (float(r.bound), r.method) for r in results if r.bound is not None and r.method == "joint"
+    ]
+    best.bound, best.stats["bound_by"] = max(bounds, key=lambda b: b[0])
     assert isinstance(best.solution, Schedule | RoutedSchedule)
     best.objective = float(best.solution.makespan(inst))  # type: ignore[arg-type]
     return best, stages

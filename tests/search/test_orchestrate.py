@@ -35,6 +35,15 @@ def test_cli_writes_verified_files(tmp_path):
     assert rep["bound"] <= rep["cycles"] <= min(e["makespan"] for e in rep["evaluations"] if
                                                   e["s"] == rep["best_s"])  # fmt: skip
     assert rep["machine"] == "routed" and rep["cost"] == "analytic"
+    # the reported bound is the best that holds for the instance, and it names its stage;
+    # lns's holds only for its allocation and twostage's for its slots
+    assert rep["bound_by"] in ("lower_bound", "joint")
+    for k, st in rep["stages"].items():
+        if st.get("bound") is not None:
+            want = {"lns": "allocation", "twostage": "slots"}.get(k, "instance")
+            assert st["bound_scope"] == want
+            if want == "instance":
+                assert st["bound"] <= rep["bound"] + 1e-9
     # the routed machine's stages
     assert set(rep["stages"]) == {"atomic", "list", "twostage", "joint", "lns"}
     assert rep["cycles"] <= rep["baseline2_same_partition_cycles"]  # atomic is a warm start
