@@ -31,7 +31,6 @@ schedule of the instance.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from fractions import Fraction
 from typing import Any
@@ -151,7 +150,7 @@ class RoutedModel:
         if isinstance(data, tuple):
             var, most = data
             cyc: Any = self._length(key, var, most, route)
-            end = m.new_int_var(0, self.H + self.inst.topology.cycles(most, route), "")
+            end = m.new_int_var(0, self.H + int(list(cyc.proto.domain)[-1]), "")  # ([-1]: 0)
             m.add(end == t + cyc)
             iv = m.new_optional_interval_var(t, cyc, end, lit, "")
             self._data[key] = var
@@ -172,20 +171,26 @@ class RoutedModel:
 
     def _length(self, key: tuple[int, int, int], var: Any, most: int, route: tuple[int, ...]
                 ) -> Any:  # fmt: skip
-        """A length variable of at least ``hops · hop latency + ⌈var / B⌉`` cycles (the
-        :meth:`~npusched.problem.scheduling.routed.Topology.cycles` of the copy ``var``), with
-        ``B = num / den`` the route's least bandwidth as an exact fraction (a float's); a
-        fraction too large for the solver's integers is rounded down (a length that can only
-        be longer)."""
+        """A length variable of at least ``hops · hop latency + ⌈var / B⌉`` cycles, exactly the
+        :meth:`~npusched.problem.scheduling.routed.Topology.cycles` of the copy ``var`` for
+        every copy up to ``most``: ``B`` is the route's least bandwidth as a fraction ``p / q``
+        (:func:`exact_rate`) for which ``⌈v q / p⌉`` equals the cycles of every ``v ≤ most``.
+        Where no such fraction fits the solver's integers, ``var ≤ V[len − hops]`` with the
+        table ``V[k]`` of the largest copy that ``k`` cycles carry."""
         topo = self.inst.topology
-        most_cyc = topo.cycles(most, route)
-        length = self.model.new_int_var(0, most_cyc, f"len{key}")
-        bw = Fraction(min(topo.links[x].bandwidth for x in route))
-        if bw.numerator > 2**31 or bw.denominator > 2**31:
-            bw = _below(bw)
+        bw = min(topo.links[x].bandwidth for x in route)
         hops = len(route) * topo.hop_latency
-        self.model.add(bw.numerator * (length - hops) >= bw.denominator * var)
-        self.model.add(length >= hops)
+        most_cyc = topo.cycles(most, route)
+        length = self.model.new_int_var(hops, max(hops, most_cyc), f"len{key}")
+        rate = exact_rate(bw, most)
+        if rate is not None:
+            self.model.add(rate.numerator * (length - hops) >= rate.denominator * var)
+            return length
+        ks = np.arange(most_cyc - hops + 1)
+        table = [int(v) for v in largest_carried(bw, ks)]
+        room = self.model.new_int_var(0, max(table), "")
+        self.model.add_element(length - hops, table, room)
+        self.model.add(var <= room)
         return length
 
     def _output_transfers(self) -> None:
@@ -537,8 +542,35 @@ class RoutedModel:
         return RoutedSchedule(start, core, ts, ts + tr.cycles)
 
 
-def _below(bw: Fraction) -> Fraction:
-    """A fraction no larger than ``bw`` with a denominator of ``2^20`` (or an integer), small
-    enough for the solver's integer coefficients."""
-    near = Fraction(math.floor(bw * 2**20), 2**20)
-    return near if 0 < near.numerator <= 2**31 else Fraction(max(math.floor(bw), 1))
+def carried_cycles(bw: float, v: Any) -> Any:
+    """``⌈v / bw⌉`` cycles for data ``v`` (an array), by
+    :meth:`~npusched.problem.scheduling.routed.Topology.cycles`' rule (without hops)."""
+    v = np.asarray(v, dtype=np.int64)
+    return np.where(v > 0, np.ceil(v / bw - 1e-9), 0).astype(np.int64)
+
+
+def largest_carried(bw: float, ks: Any) -> Any:
+    """The largest data that ``k`` cycles carry (:func:`carried_cycles` ``≤ k``), per ``k``."""
+    ks = np.asarray(ks, dtype=np.int64)
+    v = np.floor(ks * bw).astype(np.int64) + 2
+    for _ in range(4):  # from a little above, down to the exact threshold
+        v = np.where(carried_cycles(bw, v) > ks, v - 1, v)
+    return v
+
+
+def exact_rate(bw: float, most: int) -> Fraction | None:
+    """A fraction ``p / q`` with ``⌈v q / p⌉ = ⌈v / bw⌉`` (:func:`carried_cycles`) for every
+    integer ``0 ≤ v ≤ most``, small enough for the solver (``p, q ≤ 2^31``), or ``None``. Both
+    sides are step functions of ``v``, so they agree where their thresholds do: the largest
+    data each count of cycles carries. The float's nearest simple fraction comes first
+    (512/3 for ``512 / 3``)."""
+    ks = np.arange(int(carried_cycles(bw, most)) + 1)
+    want = np.minimum(largest_carried(bw, ks), most)
+    for den in (2**10, 2**16, 2**20, 2**26, 2**31):
+        f = Fraction(bw).limit_denominator(den)
+        if f.numerator > 2**31 or f.numerator == 0:
+            continue
+        got = np.minimum(ks * f.numerator // f.denominator, most)
+        if np.array_equal(got, want):
+            return f
+    return None

@@ -38,7 +38,8 @@ def topology(bus: bool = False, bw: float = 4.0) -> Topology:
     return Topology(links, routes, 9)
 
 
-def routed(latency, edges, allowed=None, dram=(), bus=False, table=None) -> RoutedInstance:
+def routed(latency, edges, allowed=None, dram=(), bus=False, table=None, bw=4.0
+           ) -> RoutedInstance:  # fmt: skip
     n = len(latency)
     g = UopGraph(
         np.array(latency),
@@ -50,7 +51,7 @@ def routed(latency, edges, allowed=None, dram=(), bus=False, table=None) -> Rout
     mask = None if allowed is None else np.array([[k in a for k in range(2)] for a in allowed])
     tensors = tuple(DramTensor(f"T{k}", d, np.array(c)) for k, (d, c) in enumerate(dram))
     assert len(mask if mask is not None else range(n)) == n
-    return RoutedInstance(base, topology(bus), mask, tensors)
+    return RoutedInstance(base, topology(bus, bw), mask, tensors)
 
 
 def test_transfer_on_a_link_by_hand():
@@ -270,6 +271,21 @@ def test_joint_chooses_where_the_halo_goes_by_hand():
     assert check(inst, res.solution).ok and res.objective == 10 == _brute_force(inst)
     tr = required_transfers(inst, res.solution.core)
     assert tr.data.tolist() in ([4], [28])
+
+
+def test_a_copy_at_its_largest_over_a_rounded_bandwidth():
+    """Links of 512/3 units per cycle (a float whose exact fraction is too large for CP-SAT, so
+    the model rounds it down): P's whole output, 1 536 units, takes 9 cycles at 512/3. Q1 and
+    Q2 read 1 024 each, 100 cycles on core 0 and 1 on core 1: both on core 1, the copy is the
+    whole output, and the optimum is 2 + 9 + 1 + 1 = 13. The copy's length had the domain of
+    the exact bandwidth, one cycle short at the rounded one, and CP-SAT proved the instance
+    infeasible."""
+    inst = routed([2, 1, 1], [(0, 1, 1024), (0, 2, 1024)], allowed=[{0}, {0, 1}, {0, 1}],
+                  table=np.array([[2, 2], [100, 1], [100, 1]]), bw=512 / 3)  # fmt: skip
+    inst = replace(inst, output=np.array([1536, 0, 0]))
+    res = solve(inst, "joint", time_limit=20)
+    assert res.status.value == "optimal" and check(inst, res.solution).ok
+    assert res.objective == 13 == _brute_force(inst)
 
 
 @settings(max_examples=10, deadline=None)

@@ -1,0 +1,36 @@
+"""The memory-aware list's allocation on a partition with a free allocation: the compute-only
+list's cores, moved until every μop's resident data fits its core (a copy on a core holds what
+all the μops there read, so μops sharing a core can overflow it together)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from npusched.arch.model import load_arch
+from npusched.heuristics.scheduling.list_scheduling import list_schedule
+from npusched.methods import solve
+from npusched.methods.routed import fit_allocation
+from npusched.partition.api import partition_network, resolve_network
+from npusched.verify import check
+
+
+def fsrcnn(s):
+    return partition_network(resolve_network("fsrcnn"), load_arch("klotski-3x3"), "klotski", s=s)
+
+
+def test_an_overflowing_allocation_is_moved_until_it_fits():
+    inst = fsrcnn((128, 128, 64, 64))
+    first = list_schedule(inst.base, "blevel").core
+    assert (inst.operand_data(first) > inst.capacity[first]).any()  # the list gave up here
+    core = fit_allocation(inst, first)
+    assert (inst.operand_data(core) <= inst.capacity[core]).all()
+    assert inst.mask[np.arange(inst.n), core].all()
+    res = solve(inst, "list")
+    assert check(inst, res.solution).ok
+
+
+def test_no_move_that_helps_is_a_clear_error():
+    inst = fsrcnn((128, 128, 32, 32))
+    with pytest.raises(ValueError, match=r"core \d+: μop .* no move of a μop"):
+        fit_allocation(inst, list_schedule(inst.base, "blevel").core)
