@@ -48,6 +48,14 @@ def positive_float(text: str) -> float:
     return v
 
 
+def share(text: str) -> float:
+    """A share of a time limit: a finite number in ``[0, 1)``."""
+    v = finite_float(text)
+    if not 0 <= v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 0 and below 1, got {text}")
+    return v
+
+
 def beta(text: str) -> float:
     """``joint``'s weight of the NoC cost: a finite number in ``[0, MAX_BETA]``."""
     v = finite_float(text)

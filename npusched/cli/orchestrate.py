@@ -20,11 +20,13 @@ from npusched.cli.args import (
     output_dir,
     positive_float,
     positive_int,
+    share,
 )
 
-OUTPUT_RESERVE = 3.0
+OUTPUT_RESERVE = 3.5
 """Seconds of ``--time-limit`` kept for writing the files and drawing the figures (3–4 s for a
-5 000-μop partition); the run's limit counts from the start of the command, imports included."""
+5 000-μop partition) and for leaving; the run's limit counts from the start of the command,
+imports included."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,15 +62,18 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out_dir)
     cap = MAX_UOPS if args.max_uops is None else (args.max_uops if args.max_uops > 0 else None)
     spec = args.executor if args.q > 1 or args.executor.startswith("dask://") else "serial"
-    limit = args.time_limit
+    limit, baseline_deadline = args.time_limit, None
     if limit is not None:  # what is left of it once BoTorch is loaded, less the files' share
         limit = max(0.01, limit - (time.perf_counter() - started) - OUTPUT_RESERVE)
+        baseline_deadline = time.perf_counter() + limit  # the baselines end the run's part
+        limit = max(0.01, (1 - args.baseline_share) * limit)
     with open_executor(spec, args.workers) as executor:
         orch = orchestrate(
             net, arch, args.budget, args.objective, args.inner, limit,
             args.final_time_limit, args.seed, args.threads, args.q, executor,
             first=tuple(args.s or ()), max_uops=cap, machine=args.machine,
             cost=cost_model_of(args, arch), bounds=args.bounds,
+            baseline_deadline=baseline_deadline,
         )  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     write_instance(orch.instance, out / "instance.json")
@@ -120,9 +125,8 @@ def report(orch: Any, args: argparse.Namespace) -> dict[str, Any]:
         "gap": res.gap,
         "method": res.method,
         "stages": orch.stages,
-        "baseline1_cycles": orch.baselines["baseline1"].cycles,
-        "baseline2_cycles": orch.baselines["baseline2"].cycles,
-        "baseline2_same_partition_cycles": orch.baselines["baseline2_same_partition"].cycles,
+        **{f"{k}_cycles": orch.baselines[k].cycles if k in orch.baselines else None
+           for k in ("baseline1", "baseline2", "baseline2_same_partition")},
         "hur": orch.hur,
         "baselines": {k: dataclasses.asdict(v) for k, v in orch.baselines.items()},
         "runtime_s": round(orch.runtime_s, 3),
@@ -181,10 +185,14 @@ def add_parser(sub: Any) -> None:
                    "(baseline 2's plan), best (the shorter of the two), or an exact one (small "
                    "cases only)")  # fmt: skip
     o.add_argument("--time-limit", type=positive_float,
-                   help="seconds for the whole command, files and figures included; a run "
-                   "stopped by it reports its best so far, marked incomplete (it always "
-                   "evaluates one shape: the design space and one evaluation are its "
-                   "floor)")  # fmt: skip
+                   help="seconds for the whole command, Klotski's baselines, files and figures "
+                   "included; a run stopped by it reports its best so far, marked incomplete "
+                   "(it always evaluates one shape: the design space and one evaluation are "
+                   "its floor), and baselines not done by then are null in the report")  # fmt: skip
+    o.add_argument("--baseline-share", type=share, default=0.25,
+                   help="with --time-limit, the share of it kept for Klotski's baselines after "
+                   "the run (default 0.25; baseline 2's annealing stops when it is "
+                   "spent)")  # fmt: skip
     o.add_argument("--final-time-limit", type=positive_float, default=60.0,
                    help="seconds per exact stage on the best partition, and per evaluation with "
                    "--inner twostage|joint (default 60)")  # fmt: skip

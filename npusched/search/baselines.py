@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,7 @@ from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
 from npusched.problem.scheduling.schedule import Schedule
 from npusched.search.space import DesignSpace, Shape4
+from npusched.solvers.common import run_within
 from npusched.verify import check
 from npusched.workload.network import Network
 
@@ -108,19 +110,19 @@ def layerwise(
 
 def annealed(
     net: Network, arch: Arch, space: DesignSpace, budget: int = 50, seed: int = 0,
-    machine: str = "routed", cost: Any = "analytic",
+    machine: str = "routed", cost: Any = "analytic", deadline: float | None = None,
 ) -> Baseline:  # fmt: skip
     """Baseline 2 as the paper runs it: the atomic dataflow on its own partition, found by
     simulated annealing over the design space with ``budget`` evaluations
-    (:func:`~npusched.search.anneal.anneal`), each the atomic dataflow's plan, verified; its
-    runtime is the whole search's."""
+    (:func:`~npusched.search.anneal.anneal`, which stops at ``deadline`` once a plan has a
+    schedule), each the atomic dataflow's plan, verified; its runtime is the whole search's."""
     from npusched.search.anneal import anneal
     from npusched.search.evaluate import evaluate
 
     t0 = time.perf_counter()
     run = functools.partial(evaluate, net, arch, objective="makespan", method="atomic",
                             seed=seed, machine=machine, cost=cost)  # fmt: skip
-    found = anneal(space, run, budget, seed)
+    found = anneal(space, run, budget, seed, deadline=deadline)
     s = found.best.s
     inst = partition_network(net, arch, "klotski", s=s, machine=machine, cost=cost)
     out = run_baseline(inst, "atomic", s)
@@ -130,12 +132,27 @@ def annealed(
 def baselines(
     net: Network, arch: Arch, space: DesignSpace, best: Instance, best_s: Shape4,
     machine: str = "routed", cost: Any = "analytic", budget: int = 50, seed: int = 0,
+    deadline: float | None = None,
 ) -> dict[str, Baseline]:  # fmt: skip
-    """Baseline 1 on the coarsest partition its plan fits, baseline 2 on its own partition
-    (:func:`annealed`, with ``budget``), and baseline 2 on the search's best partition
-    (``best``: Klotski's ablation, §IV-D), on ``machine`` with the ``cost`` model."""
-    return {
-        "baseline1": layerwise(net, arch, space, machine, cost),
-        "baseline2": annealed(net, arch, space, budget, seed, machine, cost),
-        "baseline2_same_partition": run_baseline(best, "atomic", best_s),
+    """Baseline 1 on the coarsest partition its plan fits, baseline 2 on the search's best
+    partition (``best``: Klotski's ablation, §IV-D), and baseline 2 on its own partition
+    (:func:`annealed`, with ``budget``), on ``machine`` with the ``cost`` model. With a
+    ``deadline`` (``time.perf_counter()``) each runs in a process stopped there, the
+    annealing told to end a fifth of its time before, and those not done are left out."""
+    runs: dict[str, Callable[[float | None], Baseline]] = {
+        "baseline1": lambda _: layerwise(net, arch, space, machine, cost),
+        "baseline2_same_partition": lambda _: run_baseline(best, "atomic", best_s),
+        "baseline2": lambda end: annealed(net, arch, space, budget, seed, machine, cost, end),
     }
+    if deadline is None:
+        return {name: run(None) for name, run in runs.items()}
+    out = {}
+    for name, run in runs.items():
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            break
+        end = time.perf_counter() + 0.8 * left
+        how, found = run_within(functools.partial(run, end), left)
+        if how == "done":
+            out[name] = found
+    return out

@@ -232,6 +232,7 @@ def orchestrate(
     final_share: float = 0.3,
     polish: float = 0.2,
     bounds: bool = True,
+    baseline_deadline: float | None = None,
 ) -> Orchestration:
     """Steps 1–2 of the module docstring. ``time_limit`` bounds the whole run; ``first`` are
     shapes to evaluate before the Sobol points (a ValueError if one is outside the space);
@@ -242,7 +243,9 @@ def orchestrate(
     polishes BO's best (step 1). With ``bounds``, the makespan objective and a cost model
     computed here (not ``zigzag``, whose calls cost seconds each), the search and the polish
     are given the space's lower bounds (:meth:`~npusched.search.space.DesignSpace.lower_bounds`,
-    :mod:`npusched.search.bo`); computing them counts in the runtime."""
+    :mod:`npusched.search.bo`); computing them counts in the runtime. The baselines run after
+    (not in the runtime), unlimited or until ``baseline_deadline`` (``time.perf_counter()``;
+    those not done then are left out of :attr:`Orchestration.baselines`)."""
     if not 0 <= final_share < 1:
         raise ValueError(f"final_share must be in [0, 1), got {final_share}")
     if not 0 <= polish < 1:
@@ -293,6 +296,7 @@ def orchestrate(
         for st in stages.values()
     )
     runtime = time.perf_counter() - t0  # the baselines are not part of Klotski's runtime
+    found_baselines = baselines(net, arch, space, inst, best.s, machine, model, budget, seed,
+                                baseline_deadline)  # fmt: skip
     return Orchestration(net.name, arch.name, found, inst, result, stages, runtime, complete,
-                         baselines(net, arch, space, inst, best.s, machine, model, budget,
-                                   seed))  # fmt: skip
+                         found_baselines)  # fmt: skip

@@ -77,6 +77,26 @@ def test_time_limit_writes_the_best_so_far(tmp_path):
     assert verified.returncode == 0, verified.stdout
 
 
+def test_the_time_limit_holds_for_the_whole_command_baselines_included(tmp_path):
+    """--time-limit covers Klotski's run, its baselines (--baseline-share of it) and the files;
+    it took 165 s for a 102 s limit when the baselines ran after it unlimited."""
+    import time
+
+    out = tmp_path / "timed"
+    t0 = time.perf_counter()
+    proc = run_cli("orchestrate", "--network", "lenet", "--arch", "klotski-3x3", "--budget", 50,
+                   "--time-limit", 20, "--baseline-share", 0.3, "--out-dir", out)  # fmt: skip
+    wall = time.perf_counter() - t0
+    assert proc.returncode == 0, proc.stderr
+    assert wall <= 20 + 1.0  # (the interpreter's start and exit)
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["runtime_s"] <= 0.7 * 20
+    for k in ("baseline1", "baseline2", "baseline2_same_partition"):  # done, or null
+        assert (rep[f"{k}_cycles"] is None) == (k not in rep["baselines"])
+    assert run_cli("orchestrate", *LENET, "--baseline-share", 1, "--out-dir",
+                   out).returncode == 2  # fmt: skip
+
+
 LENET = ["--network", "lenet", "--arch", "klotski-3x3"]
 
 
