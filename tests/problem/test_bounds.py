@@ -20,6 +20,7 @@ from npusched.problem.scheduling.dag import UopGraph
 from npusched.verify import check
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "heuristics" / "scheduling"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "formulations" / "scheduling"))
 from test_memory_list import instance  # noqa: E402
 
 
@@ -116,3 +117,50 @@ def test_prefetch_bound_in_a_routed_instance_by_hand():
     sched = memory_list_schedule(inst)
     assert check(inst, sched).ok and sched.makespan(inst) == 16
     assert replace(inst, capacity=np.array([16, 1])).lower_bound() == 12
+
+
+def test_port_bound_by_hand():
+    """Three operands of 4 cycles each through 2 ports, read by μops with 10, 5 and 0 cycles of
+    tail: the first must be in by C − 10 (C ≥ 12), the first two by C − 5 (C ≥ 9)."""
+    from npusched.problem.scheduling.bounds import port_bound
+
+    assert port_bound(np.array([10, 5, 0]), np.array([4, 4, 4]), 2) == 12
+    assert port_bound(np.array([0, 0, 0]), np.array([4, 4, 4]), 1) == 12
+    assert port_bound(np.array([], dtype=np.int64), np.array([], dtype=np.int64), 2) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 12).flatmap(lambda n: st.tuples(
+    st.lists(st.integers(0, 30), min_size=n, max_size=n),
+    st.lists(st.integers(0, 30), min_size=n, max_size=n),
+    st.lists(st.integers(1, 9), min_size=n, max_size=n),
+    st.integers(1, 4))))  # fmt: skip
+def test_window_load_bound_is_the_best_window_with_every_threshold(case):
+    """With a threshold per μop the bound is the best of all windows (brute force); with fewer
+    it is no larger, and never below either one-sided bound's q = 0 or r = 0 window."""
+    from npusched.problem.scheduling.bounds import window_load_bound
+
+    h, a, w = (np.array(v) for v in case[:3])
+    m = case[3]
+    brute = max(int(r + -(-w[(h >= r) & (a >= q)].sum() // m) + q)
+                for r in h.tolist() for q in a.tolist()
+                if ((h >= r) & (a >= q)).any())  # a window holding some μop  # fmt: skip
+    assert window_load_bound(h, a, w, m, thresholds=h.size + 1) == brute
+    assert window_load_bound(h, a, w, m, thresholds=2) <= brute
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10**6))
+def test_the_routed_lower_bound_never_exceeds_a_proven_optimum(seed):
+    """On random routed instances with DRAM weights (no capacities: the model is exact there),
+    the instance's lower bound, ports and windows included, is at most CP-SAT's proven
+    optimum."""
+    from test_routed_two_models import small
+
+    from npusched.methods import solve
+    from npusched.solvers.result import Status
+
+    inst = small(seed)
+    res = solve(inst, "joint", time_limit=20, threads=2)
+    assert res.status is Status.OPTIMAL and check(inst, res.solution).ok
+    assert inst.lower_bound() <= res.objective

@@ -103,3 +103,47 @@ def prefetch_bound(
         return 0
     wait = np.ceil(after[over] / rate - 1e-9).astype(np.int64)
     return int((r[order][over] + wait + last[over]).max())
+
+
+def port_bound(tail: IntArray, cycles: IntArray, ports: int) -> int:
+    """A makespan bound from the off-chip ports: operand ``k`` crosses one of ``ports`` links
+    out of DRAM (each one transfer at a time) for at least ``cycles[k]``, and the copy read by
+    its reader of longest tail ``tail[k]`` (from that reader's start to the end) arrives before
+    that reader starts, so by ``C − tail[k]``. The operands of tail at least ``q`` keep the
+    ports busy for their cycles within ``[0, C − q]``:
+
+    .. math:: C_{max} \\ge \\max_q \\Bigl(q + \\Bigl\\lceil \\frac{\\sum_{k: tail_k \\ge q}
+              \\mathit{cycles}_k}{P} \\Bigr\\rceil\\Bigr)
+
+    taken operand by operand, longest tail first; 0 without operands or ports."""
+    q = np.asarray(tail, dtype=np.int64)
+    if q.size == 0 or ports <= 0:
+        return 0
+    order = np.argsort(-q, kind="stable")
+    busy = np.cumsum(np.asarray(cycles, dtype=np.int64)[order])
+    return int((q[order] + -(-busy // ports)).max())
+
+
+def window_load_bound(head: IntArray, after: IntArray, work: IntArray, m: int,
+                      thresholds: int = 32) -> int:  # fmt: skip
+    """The load that must run inside a window: every μop with head at least ``r`` and at least
+    ``q`` cycles of its successors after it (``after``) runs within ``[r, C − q]`` on ``m``
+    cores:
+
+    .. math:: C_{max} \\ge \\max_{r, q} \\Bigl(r + \\Bigl\\lceil \\frac{\\sum_{i: r_i \\ge r,
+              q_i \\ge q} l_i}{m} \\Bigr\\rceil + q\\Bigr)
+
+    (:func:`~npusched.problem.scheduling.dag.release_load_bound` is its ``q = 0`` side). The
+    thresholds ``r`` are ``thresholds`` quantiles of the heads and every ``q`` is tried for
+    each (sorted once per ``r``): ``O(thresholds · n log n)``."""
+    r = np.asarray(head, dtype=np.int64)
+    if r.size == 0:
+        return 0
+    q, w = np.asarray(after, dtype=np.int64), np.asarray(work, dtype=np.int64)
+    best = 0
+    for lo in np.unique(np.quantile(r, np.linspace(0, 1, thresholds), method="lower")).tolist():
+        on = r >= lo
+        order = np.argsort(-q[on], kind="stable")
+        load = np.cumsum(w[on][order])
+        best = max(best, int(lo + (q[on][order] + -(-load // m)).max()))
+    return best
