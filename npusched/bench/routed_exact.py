@@ -40,7 +40,7 @@ from npusched.bench.generate import layered_dag
 from npusched.bench.memory_scaling import with_dram
 from npusched.common.jsonio import write_json
 from npusched.methods import solve
-from npusched.methods.routed import memory_binds, routed_warm_start
+from npusched.methods.routed import routed_warm_start
 from npusched.partition.api import partition_network, resolve_network
 from npusched.problem.scheduling.routed import RoutedInstance
 from npusched.search.space import DesignSpace
@@ -114,7 +114,7 @@ def run_one(name: str, inst: RoutedInstance, time_limit: float, threads: int) ->
     found = next((p.time for p in res.trace if p.incumbent is not None and best is not None
                   and p.incumbent <= best), res.runtime_s)  # fmt: skip
     return {
-        "instance": name, "uops": inst.n, "binds": memory_binds(inst),
+        "instance": name, "uops": inst.n, "binds": inst.memory_binds,
         "list": warm.makespan(inst), "exact": best, "bound": res.bound,
         "status": res.status.value, "gap": res.gap, "time_to_best": round(found + warm_s, 2),
         "runtime_s": round(res.runtime_s + warm_s, 2), "verified": ok,

@@ -146,17 +146,23 @@ def routed_from_dict(data: dict[str, Any], base: SchedulingInstance, path: str) 
 
 
 def _core_index(base: SchedulingInstance, values: Any, field: str, path: str) -> np.ndarray:
-    """Core indices of the core ids ``values``; an unknown id names ``field``."""
+    """Core indices of the core ids ``values`` (a checked integer array, or JSON values); an
+    unknown id names ``field`` (its ``[]`` filled with the position)."""
     col = base.accelerator.index_of
-    vals = np.asarray(values, dtype=np.int64).reshape(-1)
-    bad = [c for c in np.unique(vals).tolist() if c not in col]
-    if bad:
-        k = int(np.argmax(vals == bad[0]))
-        raise InputError(path, field.replace("[]", f"[{k}]"), f"core {bad[0]} does not exist")
-    table = np.full(max(col) + 1, -1, dtype=np.int64)
-    for cid, k in col.items():
-        table[cid] = k
-    return table[vals]
+    if not isinstance(values, np.ndarray):  # JSON values: any size or type, looked up as given
+        flat = values if isinstance(values, list) else [values]
+        for k, c in enumerate(flat):
+            if isinstance(c, bool) or c not in col:
+                raise InputError(path, field.replace("[]", f"[{k}]"), f"core {c!r} does not exist")
+        return np.array([col[c] for c in flat], dtype=np.int64)
+    ids = np.array(sorted(col), dtype=np.int64)
+    pos = np.clip(np.searchsorted(ids, values), 0, ids.size - 1)
+    bad = np.flatnonzero(ids[pos] != values)
+    if bad.size:
+        k = int(bad[0])
+        at = field.replace("[]", f"[{k}]")
+        raise InputError(path, at, f"core {int(values[k])} does not exist")
+    return np.array([col[int(c)] for c in ids], dtype=np.int64)[pos]
 
 
 def _fields_from_rows(uops: list[dict[str, Any]], base: SchedulingInstance, path: str

@@ -101,43 +101,32 @@ def run_routed(instance: RoutedInstance, ctx: Context) -> Result:
     return bounded("joint", "cpsat", ctx, lambda c: _routed_answer(instance, c))
 
 
-def memory_binds(instance: RoutedInstance) -> bool:
-    """Whether some core's capacity is below all the data any schedule could keep there at
-    once: every non-streamed output and every DRAM tensor (each tensor is resident at most
-    once per core at any instant). Where it is not, the memories never constrain a
-    schedule."""
-    if instance.capacity is None:
-        return False
-    made = instance.output_data[~instance.is_streamed].sum()
-    total = int(made) + sum(int(t.data) for t in instance.dram)
-    return bool((instance.capacity < total).any())
-
-
 RELAX_SHARE = 0.5
 """Share of ``joint``'s time that the relay relaxation gets on an instance whose memories may
-bind (the rest goes to the model with memories, for schedules); where they cannot bind, the
-relaxation's solutions are schedules and it gets all the time."""
+bind (the rest goes to the model with memories, for schedules)."""
 
 
 def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
-    """Without memory capacities (nothing is evicted) the model as it is, exact. With them,
-    the relay relaxation (:class:`RoutedModel` without memories, with ``relay=True`` where
-    cores can write back), whose bound holds for every schedule, evicting or not; its
-    solution, when it uses no relay and fits the memories (checked by
+    """Where the memories cannot bind
+    (:attr:`~npusched.problem.scheduling.routed.RoutedInstance.memory_binds`; nothing is
+    evicted then), the model without them, exact. Else the relay relaxation
+    (:class:`RoutedModel` without memories, with ``relay=True`` where cores can write back),
+    whose bound holds for every schedule, evicting or not; its solution, when it uses no relay
+    and fits the memories (checked by
     :func:`~npusched.verify.scheduling.routed.verify_routed`), is a schedule. Where that does
     not give one, the model with the memories (no eviction) looks for a schedule with the
     time left, and the relaxation's bound is reported."""
     from npusched.verify.scheduling.routed import verify_routed
 
     warm = ctx.warm_start
-    if instance.capacity is None:  # nothing to evict: the model is exact as it is
-        return _solve_model(instance, RoutedModel(instance, warm.makespan(instance)), warm, ctx)
-    binds = memory_binds(instance)
+    if not instance.memory_binds:  # nothing is evicted: the model without memories is exact
+        relaxed = dataclasses.replace(instance, capacity=None)
+        model = RoutedModel(relaxed, warm.makespan(instance))
+        return _solve_model(instance, model, warm, ctx)
     relaxed = dataclasses.replace(instance, capacity=None)
     model = RoutedModel(relaxed, warm.makespan(instance), relay=instance.can_write_back)
-    share = RELAX_SHARE if binds else 1.0
     remaining = ctx.remaining()
-    sub = ctx if remaining is None else ctx.until(time.perf_counter() + share * remaining)
+    sub = ctx if remaining is None else ctx.until(time.perf_counter() + RELAX_SHARE * remaining)
     res = _solve_model(relaxed, model, warm, sub)
     if res.status is Status.INFEASIBLE:  # (relays pruned at the horizon: RoutedModel._relay)
         res.bound = float(warm.makespan(instance))
@@ -147,11 +136,8 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
     sol = res.solution
     ok = isinstance(sol, RoutedSchedule) and not res.stats.pop("relayed", False) and (
         verify_routed(instance, sol).ok)  # fmt: skip
-    if ok or (res.solution is None and not binds):
+    if ok:
         return res
-    if not binds:  # the relaxation's best point relays a copy: keep its bound, not its point
-        return _warm(res, warm, instance,
-                     "the relaxation's best point relays a copy: the warm start is returned")
     with_memory = RoutedModel(instance, warm.makespan(instance))
     mem = _solve_model(instance, with_memory, warm, ctx)
     # (its own bound holds only for schedules that evict nothing)

@@ -196,9 +196,12 @@ class RoutedModel:
     def _output_transfers(self) -> None:
         """A producer's output goes once to every other core hosting one of its data consumers,
         after the producer ends and before each of those consumers starts; it carries what the
-        consumers there read (``b_pc``, a variable where the allocation decides it).
+        consumers there read (``b_pc``, a variable where the allocation decides it). In the
+        relay relaxation the copy may come by the relay ``ρ_pc`` instead (:meth:`_relay`),
+        never by both.
 
-        .. math:: \\tau_{pac} \\Leftarrow x_{pa} \\wedge x_{qc} \\ (q \\in D(p),\\ a \\ne c),
+        .. math:: \\tau_{pac} \\vee \\rho_{pc} \\Leftarrow x_{pa} \\wedge x_{qc}
+                  \\ (q \\in D(p),\\ a \\ne c), \\quad \\rho_{pc} \\Rightarrow \\neg\\tau_{pac},
                   \\qquad t_{pac} \\ge e_p, \\qquad
                   x_{pa} \\wedge x_{qc} \\Rightarrow s_q \\ge t_{pac} + \\ell_{pac}, \\qquad
                   \\ell_{pac} \\ge \\lceil b_{pc} / B \\rceil,

@@ -30,6 +30,7 @@ class RoutedTimeIndexed:
     makespan); minimises the makespan ``T``."""
 
     MAX_COLUMNS = 300_000
+    """Most columns the model builds (a ValueError past it): it is for small instances."""
 
     def __init__(self, inst: RoutedInstance, horizon: int) -> None:
         if inst.capacity is not None or inst.output is not None:
@@ -52,6 +53,9 @@ class RoutedTimeIndexed:
                         dtype=np.int64)  # fmt: skip
 
     def _variables(self) -> None:
+        """``x_ikt`` per allowed core and start, ``y_pact`` per producer, allowed core and
+        other core that hosts a consumer of it, ``w_jct`` per DRAM tensor and core that may
+        host a reader, and ``T``."""
         inst, H = self.inst, self.H
         d = inst.duration
         for i in range(inst.n):
@@ -148,6 +152,7 @@ class RoutedTimeIndexed:
                 self._prefix_leq("consumer_after_transfer", xq, y, self.length[(p, a, c)], xp)
 
     def _edge(self, p: int, q: int) -> int:
+        """The index of edge ``p → q``."""
         g = self.inst.graph
         return int(np.flatnonzero((g.src == p) & (g.dst == q))[0])
 

@@ -56,7 +56,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from npusched.problem.scheduling.accelerator import Accelerator
-from npusched.problem.scheduling.bounds import ancestor_load_heads, prefetch_bound
+from npusched.problem.scheduling.bounds import (
+    ancestor_load_heads,
+    port_bound,
+    prefetch_bound,
+    window_load_bound,
+)
 from npusched.problem.scheduling.dag import IntArray, release_load_bound
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.noc import Mesh
@@ -368,6 +373,18 @@ class RoutedInstance:
         recorded = self.source.get("memory_bits", {})
         return [recorded.get(str(c.id)) for c in self.accelerator.cores]
 
+    @cached_property
+    def memory_binds(self) -> bool:
+        """Whether some core's capacity is below all the data any schedule could keep there at
+        once: every output and every DRAM tensor (each resident at most once per
+        core at any instant). Where it is not (or without capacities) the memories never
+        constrain a schedule, and no schedule writes data back: an eviction makes room, and
+        there is always room (so no copy reaches a core through DRAM)."""
+        if self.capacity is None:
+            return False
+        made = int(self.output_data.sum())  # (a streamed μop's output held by its readers too)
+        return bool((self.capacity < made + sum(int(t.data) for t in self.dram)).any())
+
     @property
     def is_streamed(self) -> BoolArray:
         """μops whose operands stay in DRAM (no space on their core)."""
@@ -518,6 +535,19 @@ class RoutedInstance:
             float(sum(first.values())),
         )
 
+    def _port_bound(self, tail: IntArray) -> int:
+        """:func:`~npusched.problem.scheduling.bounds.port_bound` over the DRAM tensors: each
+        crosses one first link out of DRAM (one port per resource those links use) at no more
+        than the fastest route's bandwidth, before its reader of longest tail starts."""
+        used = [t for t in self.dram if t.data > 0 and t.consumers.size]
+        if not used:
+            return 0
+        dram_bw = self._bandwidths()[1]
+        ports = {int(self.topology.resource_of[self.route(-1, c)[0]]) for c in range(self.m)}
+        cycles = [int(np.ceil(t.data / dram_bw.max() - 1e-9)) for t in used]
+        return port_bound(np.array([tail[t.consumers].max() for t in used]), np.array(cycles),
+                          len(ports))  # fmt: skip
+
     @cached_property
     def heads_tails(self) -> tuple[IntArray, IntArray]:
         """Each μop's earliest start and its tail (the longest path from its start to the end,
@@ -576,6 +606,10 @@ class RoutedInstance:
           consumed;
         - with layers, each μop's head is at least the load of the ancestors found layer by
           layer (:func:`~npusched.problem.scheduling.bounds.ancestor_load_heads`);
+        - the load inside each window after a head and before a tail
+          (:func:`~npusched.problem.scheduling.bounds.window_load_bound`);
+        - the DRAM tensors through the ports out of DRAM, each before its reader of longest
+          tail (:func:`~npusched.problem.scheduling.bounds.port_bound`);
         - with memory capacities, the DRAM operands that cannot all be prefetched before their
           readers' heads (:func:`~npusched.problem.scheduling.bounds.prefetch_bound`).
         """
@@ -584,7 +618,8 @@ class RoutedInstance:
         dram_bw = self._bandwidths()[1]
         bound = max(int((head + d).max()), release_load_bound(head, d, self.m),
                     release_load_bound(tail - d, d, self.m),
-                    self._prefetch_bound(head, tail))  # fmt: skip
+                    window_load_bound(head, tail - d, d, self.m),
+                    self._prefetch_bound(head, tail), self._port_bound(tail))  # fmt: skip
         only = mask.sum(axis=1) == 1
         if only.any():
             core = np.argmax(mask, axis=1)

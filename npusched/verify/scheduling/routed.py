@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from npusched.problem.scheduling.routed import (
+    EVICT,
     REFETCH,
     Residency,
     RoutedInstance,
@@ -36,8 +37,10 @@ def verify_routed(
     transfer at a time (half-open windows), eviction moves included. A schedule with its own
     ``memory`` records (one that evicts) is checked against them
     (:func:`~npusched.verify.scheduling.memory.memory_violations`: inputs resident, transfer
-    space allocated, write-backs before re-fetches); only instances with memory capacities
-    evict. With a memory capacity: no core holds more than its capacity at any instant
+    space allocated, write-backs before re-fetches); only instances whose memories can bind
+    (:attr:`~npusched.problem.scheduling.routed.RoutedInstance.memory_binds`) write data
+    back (a copy that reaches a core through DRAM needs one). With a
+    memory capacity: no core holds more than its capacity at any instant
     (:func:`over_capacity`).
     """
     base = verify(inst.base, Schedule(sched.start, sched.core), claimed_makespan)
@@ -80,9 +83,9 @@ def verify_routed(
         bad += memory_violations(inst, sched, tr, name)
     elif sched.evicts:
         bad.append("the schedule evicts data but records no memory")
-    if sched.evicts and inst.capacity is None:
-        bad.append("the schedule evicts data on an instance without memory capacities (an "
-                   "eviction frees memory, and there is no limit to free it for)")  # fmt: skip
+    if sched.moves is not None and (sched.moves.kind == EVICT).any() and not inst.memory_binds:
+        bad.append("the schedule writes data back to DRAM, but every core can hold all the data "
+                   "at once (an eviction makes room, and there is always room)")  # fmt: skip
     if inst.capacity is not None:
         bad += over_capacity(inst, sched)
     base.noc_cost = int(sum(len(r) for r in tr.route))
