@@ -111,43 +111,61 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
     (:attr:`~npusched.problem.scheduling.routed.RoutedInstance.memory_binds`; nothing is
     evicted then), the model without them, exact. Else the relay relaxation
     (:class:`RoutedModel` without memories, with ``relay=True`` where cores can write back),
-    whose bound holds for every schedule, evicting or not; its solution, when it uses no relay
-    and fits the memories (checked by
-    :func:`~npusched.verify.scheduling.routed.verify_routed`), is a schedule. Where that does
-    not give one, the model with the memories (no eviction) looks for a schedule with the
-    time left, and the relaxation's bound is reported."""
+    whose bound holds for every schedule, evicting or not: first as it is, then with the
+    memories' eviction-proof part (``room``: what a core receives and what runs there at once)
+    from the first one's bound up, a share :data:`RELAX_SHARE` of the time in all. A solution
+    of either that uses no relay and fits the memories (checked by
+    :func:`~npusched.verify.scheduling.routed.verify_routed`) is a schedule; where none is
+    optimal, the model with the memories (no eviction) looks for a schedule with the time
+    left, and the relaxations' best bound is reported."""
+    warm = ctx.warm_start
+    relaxed = dataclasses.replace(instance, capacity=None)
+    if not instance.memory_binds:  # nothing is evicted: the model without memories is exact
+        return _solve_model(instance, RoutedModel(relaxed, warm.makespan(instance)), warm, ctx)
+    relay, floor, best = instance.can_write_back, float(instance.lower_bound()), None
+    remaining, start = ctx.remaining(), time.perf_counter()
+    for k, room in enumerate((None, instance.capacity)):  # each half of the share
+        model = RoutedModel(relaxed, warm.makespan(instance), relay=relay, room=room)
+        model.model.add(int(floor) <= model.T)
+        end = None if remaining is None else start + RELAX_SHARE * remaining * (k + 1) / 2
+        res = _solve_model(relaxed, model, warm, ctx if end is None else ctx.until(end))
+        if res.status is Status.INFEASIBLE:  # (relays pruned at the horizon: RoutedModel._relay)
+            res.bound = float(warm.makespan(instance))
+            return _warm(res, warm, instance, "the relaxation has no schedule shorter than the "
+                         "warm start: the warm start is returned")  # fmt: skip
+        floor = max(floor, res.bound if res.bound is not None else floor)
+        if _is_schedule(instance, res) and (best is None or _value(res) < _value(best)):
+            best = res
+        if best is not None and _value(best) <= floor:
+            return dataclasses.replace(best, status=Status.OPTIMAL, bound=floor)
+    stats = {"relaxation_bound": floor}
+    with_memory = RoutedModel(instance, warm.makespan(instance))
+    mem = _solve_model(instance, with_memory, warm, ctx)  # (its bound: only without eviction)
+    note = "bound = the relay relaxation's (valid with eviction); the model with memories has "
+    ms = warm.makespan(instance)
+    cands = [r for r in (best, mem) if r is not None and r.solution is not None and _value(r) <= ms]
+    if not cands:
+        out = Result(Status.FEASIBLE, "joint", "cpsat", bound=floor, stats=stats)
+        return _warm(out, warm, instance, f"{note}nothing shorter: the warm start is returned")
+    top = min(cands, key=_value)
+    status = Status.OPTIMAL if _value(top) <= floor else Status.FEASIBLE
+    return dataclasses.replace(top, status=status, bound=floor, stats={**top.stats, **stats},
+                               message=note + "no eviction")  # fmt: skip
+
+
+def _value(res: Result) -> float:
+    """``res``'s objective (infinite without one)."""
+    return float("inf") if res.objective is None else float(res.objective)
+
+
+def _is_schedule(instance: RoutedInstance, res: Result) -> bool:
+    """Whether a relaxation's solution is a schedule of ``instance``: it relays nothing and
+    passes :func:`~npusched.verify.scheduling.routed.verify_routed`."""
     from npusched.verify.scheduling.routed import verify_routed
 
-    warm = ctx.warm_start
-    if not instance.memory_binds:  # nothing is evicted: the model without memories is exact
-        relaxed = dataclasses.replace(instance, capacity=None)
-        model = RoutedModel(relaxed, warm.makespan(instance))
-        return _solve_model(instance, model, warm, ctx)
-    relaxed = dataclasses.replace(instance, capacity=None)
-    model = RoutedModel(relaxed, warm.makespan(instance), relay=instance.can_write_back)
-    remaining = ctx.remaining()
-    sub = ctx if remaining is None else ctx.until(time.perf_counter() + RELAX_SHARE * remaining)
-    res = _solve_model(relaxed, model, warm, sub)
-    if res.status is Status.INFEASIBLE:  # (relays pruned at the horizon: RoutedModel._relay)
-        res.bound = float(warm.makespan(instance))
-        return _warm(res, warm, instance, "the relaxation has no schedule shorter than the "
-                     "warm start: the warm start is returned")  # fmt: skip
-    res.stats["relaxation_bound"] = res.bound
     sol = res.solution
-    ok = isinstance(sol, RoutedSchedule) and not res.stats.pop("relayed", False) and (
+    return isinstance(sol, RoutedSchedule) and not res.stats.pop("relayed", False) and (
         verify_routed(instance, sol).ok)  # fmt: skip
-    if ok:
-        return res
-    with_memory = RoutedModel(instance, warm.makespan(instance))
-    mem = _solve_model(instance, with_memory, warm, ctx)
-    # (its own bound holds only for schedules that evict nothing)
-    res.bound = max(float(instance.lower_bound()), *([res.bound] if res.bound is not None else []))
-    note = "bound = the relay relaxation's (valid with eviction); the model with memories has "
-    if mem.solution is None or mem.objective is None or mem.objective > warm.makespan(instance):
-        return _warm(res, warm, instance, f"{note}nothing shorter: the warm start is returned")
-    status = Status.OPTIMAL if mem.objective <= res.bound else Status.FEASIBLE
-    return dataclasses.replace(mem, status=status, bound=res.bound, stats=res.stats,
-                               message=note + "no eviction")  # fmt: skip
 
 
 def _warm(res: Result, warm: RoutedSchedule, instance: RoutedInstance, message: str) -> Result:

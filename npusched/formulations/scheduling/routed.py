@@ -56,14 +56,21 @@ class RoutedModel:
     relay
         Let a copy arrive through DRAM instead of its transfer (the relay relaxation of the module
         docstring); needs an instance without memory capacities whose cores can write back.
+    room
+        Memory capacities kept in the relaxation's weaker, eviction-proof form
+        (:meth:`_room`): what a core receives and what its running μop holds.
     """
 
     def __init__(
-        self, inst: RoutedInstance, horizon: int, units: Any = None, relay: bool = False
-    ) -> None:
+        self, inst: RoutedInstance, horizon: int, units: Any = None, relay: bool = False,
+        room: Any = None,
+    ) -> None:  # fmt: skip
         if relay and (inst.capacity is not None or not inst.can_write_back):
             raise ValueError("the relay relaxation needs no capacities and a route to DRAM")
         self.inst, self.H = inst, int(horizon)
+        self.room = None if room is None else np.asarray(room, dtype=np.int64)
+        self.arriving: dict[int, list[tuple[Any, int]]] = defaultdict(list)  # core -> (iv, size)
+        self.running: dict[int, list[tuple[Any, int]]] = defaultdict(list)
         self.relays: dict[tuple[int, int], Any] = {}  # (producer, core) -> relay literal
         self._relay_on = relay
         self.units = None if units is None else np.asarray(units, dtype=np.int64)
@@ -83,6 +90,7 @@ class RoutedModel:
             self._links,
             self._cores,
             self._memory,
+            self._room,
             self._objective,
         ):
             add()
@@ -107,7 +115,9 @@ class RoutedModel:
             x: dict[int, Any] = {}
             if len(ks) == 1:
                 x[ks[0]] = True
-                self.core_intervals[ks[0]].append(m.new_interval_var(s, int(d[i, ks[0]]), e, ""))
+                iv = m.new_interval_var(s, int(d[i, ks[0]]), e, "")
+                self.core_intervals[ks[0]].append(iv)
+                self.running[ks[0]].append((iv, i))
             else:
                 u = None if self.units is None else int(self.units[i])
                 if u is not None and u in shared:
@@ -122,9 +132,9 @@ class RoutedModel:
                 for k in ks:  # each its own end: CP-SAT 9.15 wrongly proves infeasibility
                     # when optional intervals of different sizes share one end variable
                     dk = int(d[i, k])
-                    self.core_intervals[k].append(
-                        m.new_optional_interval_var(s, dk, s + dk, x[k], "")
-                    )
+                    iv = m.new_optional_interval_var(s, dk, s + dk, x[k], "")
+                    self.core_intervals[k].append(iv)
+                    self.running[k].append((iv, i))
                     m.add(e == s + dk).only_enforce_if(x[k])
             self.s.append(s)
             self.e.append(e)
@@ -164,6 +174,8 @@ class RoutedModel:
             self._data[key] = data
         for x in route:
             self.res_intervals[int(self.inst.topology.resource_of[x])].append(iv)
+        if not self.inst.is_streamed[np.asarray(users, dtype=np.int64)].all():  # (:meth:`_room`)
+            self.arriving[key[2]].append((iv, data if isinstance(data, int) else 0))
         self.tstart[key] = t
         self.present[key], self._cycles[key] = lit, cyc
         self._users[key] = np.asarray(users, dtype=np.int64)
@@ -421,6 +433,28 @@ class RoutedModel:
             demands.append(bits)
         for c, (ivs, demands) in per_core.items():
             m.add_cumulative(ivs, demands, int(inst.capacity[c]))
+
+    def _room(self) -> None:
+        """With ``room`` (the relaxation's memories): a copy takes its space on the receiving
+        core from its transfer's start, and a μop's operands and output are resident while it
+        runs, whatever is evicted around them, so on each core what arrives and what runs at
+        one instant fit together (a copy in flight never serves the μop running there: it
+        ends before the μops it serves start). Sizes: a μop's operand set alone
+        (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.operand_data`), a copy's
+        size (0 where the allocation decides it).
+
+        .. math:: \\text{Cumulative}(\\{[s_i, e_i) : x_{ic}\\} \\cup \\{[t_\\tau, t_\\tau +
+                  \\ell_\\tau) : \\tau \\to c\\},\\ (\\mathit{need}_i, b_\\tau),\\ M_c)
+                  \\quad \\forall c
+        """
+        if self.room is None:
+            return
+        need = self.inst.operand_data()
+        for c in range(self.inst.m):
+            ivs = [iv for iv, _ in self.running[c]] + [iv for iv, _ in self.arriving[c]]
+            sizes = [int(need[i]) for _, i in self.running[c]] + [b for _, b in self.arriving[c]]
+            if len(ivs) > 1:
+                self.model.add_cumulative(ivs, sizes, int(self.room[c]))
 
     def _objective(self) -> None:
         """Makespan, bounded below by :meth:`RoutedInstance.lower_bound`.
