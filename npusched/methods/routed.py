@@ -179,14 +179,17 @@ def _warm(res: Result, warm: RoutedSchedule, instance: RoutedInstance, message: 
 
 def _solve_model(instance: RoutedInstance, model: RoutedModel, warm: RoutedSchedule,
                  ctx: Context) -> Result:  # fmt: skip
-    """``model`` hinted from ``warm`` and run by CP-SAT for what is left of ``ctx``."""
+    """``model`` hinted from ``warm`` and run by CP-SAT for what is left of ``ctx``; its trace
+    in seconds since the call began (``ctx.started``), so that the runs of one call line up."""
     from npusched.solvers.cpsat import cpsat_result, run_cpsat
 
+    offset = 0.0 if ctx.started is None else time.perf_counter() - ctx.started
     model.hint(warm)
     stats = {"intervals_on_links": sum(len(v) for v in model.res_intervals.values())}
     kw: dict[str, Any] = dict(threads=ctx.threads, seed=ctx.seed, log=ctx.log)
     status, solver, rec = run_cpsat(model.model, time_limit=ctx.remaining(), **kw)
     res = cpsat_result("joint", status, solver, rec, model.decode, stats)
+    res.trace = [dataclasses.replace(p, time=p.time + offset) for p in res.trace]
     if res.solution is not None and model.relays:
         res.stats["relayed"] = model.relayed(solver)
     return res
