@@ -389,7 +389,7 @@ def _read_routed(
 
 class _Tensors:
     """Tensors as files name them: a DRAM tensor's name, else a producer's op id (indices as in
-    :class:`~npusched.problem.scheduling.routed.Residency`)."""
+    :class:`~npusched.problem.scheduling.routed_schedule.Residency`)."""
 
     def __init__(self, inst: RoutedInstance) -> None:
         self.index: dict[Any, int] = {uid: i for i, uid in enumerate(inst.graph.ids)}

@@ -80,7 +80,7 @@ class Orchestration:
         """The winning schedule on :attr:`instance`: the shortest verified one of the search's
         best and the final stages' (:attr:`result`'s solution), a
         :class:`~npusched.problem.scheduling.schedule.Schedule` on the compute-only machine or a
-        :class:`~npusched.problem.scheduling.routed.RoutedSchedule` on the routed one."""
+        :class:`~npusched.problem.scheduling.routed_schedule.RoutedSchedule` on the routed one."""
         assert isinstance(self.result.solution, Schedule | RoutedSchedule)
         return self.result.solution
 

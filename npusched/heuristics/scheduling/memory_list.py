@@ -29,7 +29,7 @@ freed when the write-back ends. A later consumer on that core fetches the data a
 (kind ``refetch``, after the write-back has ended); so does another core whose first copy is
 sent while the producer's own copy is evicted (that re-fetch replaces the required transfer
 from the producer's core). Never evicted: the candidate's own inputs. The schedule carries its
-memory records and these moves (:class:`~npusched.problem.scheduling.routed.Moves`). With a
+memory records and these moves (:class:`~npusched.problem.scheduling.routed_schedule.Moves`). With a
 route from every core to DRAM no schedule can then deadlock: what stays is the candidate's own
 operands, which fit (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.operand_data`
 under the allocation, checked first: an allocation whose copies do not fit raises

@@ -55,16 +55,20 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from npusched.problem.scheduling import routed_bounds
 from npusched.problem.scheduling.accelerator import Accelerator
-from npusched.problem.scheduling.bounds import (
-    ancestor_load_heads,
-    port_bound,
-    prefetch_bound,
-    window_load_bound,
-)
-from npusched.problem.scheduling.dag import IntArray, release_load_bound
+from npusched.problem.scheduling.dag import IntArray
 from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.noc import Mesh
+from npusched.problem.scheduling.routed_schedule import (  # noqa: F401 (re-exported)
+    EVICT,
+    MOVE_KINDS,
+    REFETCH,
+    Moves,
+    Residency,
+    RoutedSchedule,
+    move_direction_ok,
+)
 
 BoolArray = NDArray[np.bool_]
 
@@ -494,154 +498,21 @@ class RoutedInstance:
             (c.id, dram) in self.topology.routes for c in self.accelerator.cores
         )
 
-    def _bandwidths(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """``(m, m)`` bottleneck bandwidth between cores (inf on the diagonal) and ``(m,)`` from
-        the DRAM core (0 without one)."""
-        bw = np.full((self.m, self.m), np.inf)
-        for a in range(self.m):
-            for c in range(self.m):
-                if a != c:
-                    bw[a, c] = min(self.topology.links[x].bandwidth for x in self.route(a, c))
-        dram = np.zeros(self.m)
-        if self.topology.dram is not None:
-            dram = np.array(
-                [
-                    min(self.topology.links[x].bandwidth for x in self.route(-1, c))
-                    for c in range(self.m)
-                ]
-            )
-        return bw, dram
-
-    def _prefetch_bound(self, head: IntArray, tail: IntArray) -> int:
-        """:func:`~npusched.problem.scheduling.bounds.prefetch_bound` over the DRAM tensors none
-        of whose readers is streamed (those take no space), with every core's capacity and the
-        bandwidths of the first links out of DRAM (one per resource) summed; 0 without
-        capacities or DRAM tensors."""
-        streamed = self.is_streamed
-        used = [t for t in self.dram
-                if t.data > 0 and t.consumers.size and not streamed[t.consumers].any()]  # fmt: skip
-        if self.capacity is None or not used:
-            return 0
-        topo, first = self.topology, {}  # type: ignore[var-annotated]
-        for route in (self.route(-1, c) for c in range(self.m)):
-            if route:
-                res = int(topo.resource_of[route[0]])
-                first[res] = max(first.get(res, 0.0), topo.links[route[0]].bandwidth)
-        return prefetch_bound(
-            np.array([head[t.consumers].min() for t in used]),
-            np.array([tail[t.consumers].min() for t in used]),
-            np.array([t.data for t in used]),
-            int(self.capacity.sum()),
-            float(sum(first.values())),
-        )
-
-    def _port_bound(self, tail: IntArray) -> int:
-        """:func:`~npusched.problem.scheduling.bounds.port_bound` over the DRAM tensors: each
-        crosses one first link out of DRAM (one port per resource those links use) at no more
-        than the fastest route's bandwidth, before its reader of longest tail starts."""
-        used = [t for t in self.dram if t.data > 0 and t.consumers.size]
-        if not used:
-            return 0
-        dram_bw = self._bandwidths()[1]
-        ports = {int(self.topology.resource_of[self.route(-1, c)[0]]) for c in range(self.m)}
-        cycles = [int(np.ceil(t.data / dram_bw.max() - 1e-9)) for t in used]
-        return port_bound(np.array([tail[t.consumers].max() for t in used]), np.array(cycles),
-                          len(ports))  # fmt: skip
-
     @cached_property
     def heads_tails(self) -> tuple[IntArray, IntArray]:
         """Each μop's earliest start and its tail (the longest path from its start to the end,
         its own fastest latency included) over every allowed assignment and transfer timing,
-        evicting or not: the critical path of :meth:`lower_bound`'s first item."""
-        d = self.min_duration
-        g, mask = self.graph, self.mask
-        bw, dram_bw = self._bandwidths()
-        copy = self.copy_data(g.src, self.read_data)  # at least what the consumer reads
-        # per distinct row of the mask (one for μops free to run anywhere): the fastest link
-        # between the core sets of each pair of rows that an edge joins, and from DRAM into one
-        kinds, of = np.unique(mask, axis=0, return_inverse=True)
-        of = of.ravel()
-        ends, pair_of = np.unique(np.stack([of[g.src], of[g.dst]]), axis=1, return_inverse=True)
-        pair = kinds[ends[0]][:, :, None] & kinds[ends[1]][:, None, :]
-        best = np.where(pair, bw[None], 0.0).max(axis=(1, 2))[pair_of.ravel()]
-        weight = np.ceil(copy / best - 1e-9)
-        if self.can_write_back:  # or relayed through DRAM: the whole output out, the copy back
-            back = max(min(self.topology.links[x].bandwidth for x in self.route(k, -1))
-                       for k in range(self.m))  # fmt: skip
-            relay = np.ceil(self.output_data[g.src] / back - 1e-9) + np.ceil(
-                copy / dram_bw.max() - 1e-9)
-            weight = np.minimum(weight, relay)
-        weight = np.where(g.bytes > 0, weight, 0).astype(np.int64)
-        fastest = np.where(kinds, dram_bw[None], 0.0).max(axis=1)[of]
-        head = np.zeros(self.n, dtype=np.int64)
-        for t in self.dram:
-            if t.data > 0 and t.consumers.size:
-                arrive = np.ceil(t.data / fastest[t.consumers] - 1e-9).astype(np.int64)
-                np.maximum.at(head, t.consumers, arrive)
-        if self.layer is not None:
-            head = np.maximum(head, ancestor_load_heads(g, d, self.layer, self.m))
-        head = g.heads(d, weight, head)
-        tail = g.tails(d)
+        evicting or not (:func:`~npusched.problem.scheduling.routed_bounds.heads_tails`)."""
+        head, tail = routed_bounds.heads_tails(self)
         head.setflags(write=False)
         tail.setflags(write=False)
         return head, tail
 
     def lower_bound(self) -> int:
-        """A makespan bound valid for every allowed assignment and any transfer timing.
-
-        The largest of:
-
-        - the critical path with each μop at its fastest allowed latency, where a data edge
-          whose ends can share no core costs its fastest possible transfer (of no more than what
-          its consumer reads: :meth:`copy_data` of the edge alone) or, where cores can write
-          back, its fastest relay through DRAM (the whole output written back, the copy
-          fetched again), whichever is shorter, and a μop cannot start
-          before its DRAM tensors can arrive on any of its cores;
-        - the load of μops that can run on one core only, and the load after each head and
-          before each tail (:func:`~npusched.problem.scheduling.dag.release_load_bound`; with a
-          zero threshold, ``⌈Σ fastest latencies / m⌉``), with the heads of the critical path;
-        - when all DRAM routes share a link: the DRAM traffic on it (each tensor once per core
-          its consumers are forced onto, at least once, at the route's bandwidth) plus the
-          shortest remaining path of a DRAM consumer: the fetch that ends last still has to be
-          consumed;
-        - with layers, each μop's head is at least the load of the ancestors found layer by
-          layer (:func:`~npusched.problem.scheduling.bounds.ancestor_load_heads`);
-        - the load inside each window after a head and before a tail
-          (:func:`~npusched.problem.scheduling.bounds.window_load_bound`);
-        - the DRAM tensors through the ports out of DRAM, each before its reader of longest
-          tail (:func:`~npusched.problem.scheduling.bounds.port_bound`);
-        - with memory capacities, the DRAM operands that cannot all be prefetched before their
-          readers' heads (:func:`~npusched.problem.scheduling.bounds.prefetch_bound`).
-        """
-        d, mask = self.min_duration, self.mask
-        head, tail = self.heads_tails
-        dram_bw = self._bandwidths()[1]
-        bound = max(int((head + d).max()), release_load_bound(head, d, self.m),
-                    release_load_bound(tail - d, d, self.m),
-                    window_load_bound(head, tail - d, d, self.m),
-                    self._prefetch_bound(head, tail), self._port_bound(tail))  # fmt: skip
-        only = mask.sum(axis=1) == 1
-        if only.any():
-            core = np.argmax(mask, axis=1)
-            load = np.bincount(core[only], weights=d[only], minlength=self.m)
-            bound = max(bound, int(load.max()))
-        used = [t for t in self.dram if t.data > 0 and t.consumers.size]
-        if used:
-            routes = [self.route(-1, k) for k in range(self.m)]
-            shared = set.intersection(
-                *({int(self.topology.resource_of[x]) for x in r} for r in routes)
-            )
-            if shared:
-                traffic = 0
-                for t in used:
-                    forced = np.unique(np.argmax(mask[t.consumers], axis=1)[only[t.consumers]])
-                    if forced.size:
-                        traffic += int(np.ceil(t.data / dram_bw[forced] - 1e-9).sum())
-                    else:
-                        traffic += int(np.ceil(t.data / dram_bw.max() - 1e-9))
-                last = min(int(tail[t.consumers].min()) for t in used)
-                bound = max(bound, traffic + last)
-        return bound
+        """A makespan bound valid for every allowed assignment and any transfer timing,
+        evicting or not (:func:`~npusched.problem.scheduling.routed_bounds.lower_bound`: its
+        terms)."""
+        return routed_bounds.lower_bound(self)
 
 
 @dataclass(frozen=True, eq=False)
@@ -720,110 +591,3 @@ def over_output(graph: Any, output: IntArray) -> int | None:
     what its consumer reads of the output), or ``None``."""
     bad = np.flatnonzero(np.asarray(graph.bytes) > np.asarray(output)[graph.src])
     return int(bad[0]) if bad.size else None
-
-
-def _int_arrays(obj: Any, names: tuple[str, ...]) -> None:
-    for name in names:
-        object.__setattr__(obj, name, np.asarray(getattr(obj, name), dtype=np.int64).reshape(-1))
-
-
-@dataclass(frozen=True, eq=False)
-class Residency:
-    """Data resident on cores: record ``r`` holds ``bits[r]`` of ``tensor[r]`` (a producer's
-    μop index, or ``-1 - k`` for DRAM tensor ``k``) on core index ``core[r]`` over the half-open
-    window ``[alloc[r], free[r])`` (the solution's ``memory`` records); ``bits[r]`` is the size
-    of the copy held there (:meth:`RoutedInstance.held_data`)."""
-
-    core: IntArray
-    tensor: IntArray
-    bits: IntArray
-    alloc: IntArray
-    free: IntArray
-
-    def __post_init__(self) -> None:
-        _int_arrays(self, ("core", "tensor", "bits", "alloc", "free"))
-
-    def usage(self, k: int) -> tuple[IntArray, IntArray]:
-        """Core ``k``'s resident data as a step function: change times and the level after each
-        (frees before allocations at the same cycle, as the windows are half-open)."""
-        on = self.core == k
-        t = np.concatenate([self.alloc[on], self.free[on]])
-        sign = np.concatenate([self.bits[on], -self.bits[on]])
-        order = np.lexsort((sign, t))
-        return t[order], np.cumsum(sign[order])
-
-
-EVICT, REFETCH = 0, 1
-MOVE_KINDS = ("evict", "refetch")
-"""Kinds of :class:`Moves` (the solution's transfer ``kind``)."""
-
-
-def move_direction_ok(kind: int, tensor: int, src_core: int, dst_core: int) -> bool:
-    """A write-back takes an output from a core to DRAM (``-1``); a re-fetch brings a tensor
-    from DRAM to a core."""
-    if kind == EVICT:
-        return tensor >= 0 and src_core >= 0 and dst_core < 0
-    return kind == REFETCH and src_core < 0 and dst_core >= 0
-
-
-@dataclass(frozen=True, eq=False)
-class Moves:
-    """Transfers beyond the required ones, caused by eviction (Stream §III-E): ``kind[t]`` is
-    :data:`EVICT` (an activation written back from core ``src_core[t]`` to DRAM,
-    ``dst_core[t] = -1``) or :data:`REFETCH` (``tensor[t]`` fetched again from DRAM,
-    ``src_core[t] = -1``, into ``dst_core[t]``); ``tensor`` as in :class:`Residency`; each over
-    ``[tstart[t], tend[t])``. A write-back carries the whole output (from a core that holds all
-    of it), a re-fetch the copy its destination holds (:meth:`RoutedInstance.held_data`)."""
-
-    kind: IntArray
-    tensor: IntArray
-    src_core: IntArray
-    dst_core: IntArray
-    tstart: IntArray
-    tend: IntArray
-
-    def __post_init__(self) -> None:
-        _int_arrays(self, ("kind", "tensor", "src_core", "dst_core", "tstart", "tend"))
-
-    @property
-    def size(self) -> int:
-        """Number of moves (write-backs and re-fetches)."""
-        return int(self.kind.size)
-
-    @staticmethod
-    def empty() -> Moves:
-        """No moves: a schedule that evicts nothing."""
-        return Moves(*([np.zeros(0, dtype=np.int64)] * 6))
-
-
-@dataclass(frozen=True, eq=False)
-class RoutedSchedule:
-    """Start and core of every μop, and the window ``[tstart, tend)`` of each transfer of
-    ``required_transfers(instance, core)`` in its canonical order. A schedule that manages
-    memory itself also carries its ``memory`` records and the ``moves`` its evictions cause
-    (else both follow from Stream's lifetime rules, with no eviction)."""
-
-    start: IntArray
-    core: IntArray
-    tstart: IntArray
-    tend: IntArray
-    memory: Residency | None = None
-    moves: Moves | None = None
-
-    def __post_init__(self) -> None:
-        _int_arrays(self, ("start", "core", "tstart", "tend"))
-
-    @property
-    def evicts(self) -> bool:
-        """The schedule evicts data (has eviction write-backs or re-fetches)."""
-        return self.moves is not None and self.moves.size > 0
-
-    def end(self, inst: RoutedInstance) -> IntArray:
-        """Finish cycle of each μop on its core (``start`` plus its duration there), shape
-        ``(n,)``."""
-        return self.start + inst.duration[np.arange(inst.n), self.core]
-
-    def makespan(self, inst: RoutedInstance) -> int:
-        """The makespan in cycles: the latest finish of a μop (:meth:`end`). Transfers and moves
-        do not count in themselves (a required transfer ends before the μops it serves start)."""
-        return int(self.end(inst).max())
