@@ -16,6 +16,11 @@ from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_li
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.methods.registry import Context, bounded
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
+from npusched.problem.scheduling.routed_relax import (
+    Interchangeable,
+    interchangeable,
+    relays_dominated,
+)
 from npusched.solvers.result import Result, Status
 
 
@@ -104,12 +109,19 @@ def run_routed(instance: RoutedInstance, ctx: Context) -> Result:
 RELAX_SHARE = 0.5
 """Share of ``joint``'s time that the relay relaxation gets on an instance whose memories may
 bind (the rest goes to the model with memories, for schedules)."""
+SYMMETRY_SHARE = 1 / 3
+"""Share of ``joint``'s time that the interchangeable-core relaxation gets first, on a free
+allocation with interchangeable cores (:mod:`~npusched.problem.scheduling.routed_relax`)."""
 
 
 def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
-    """Where the memories cannot bind
+    """First, on a free allocation with interchangeable cores, the interchangeable-core
+    relaxation (:func:`_interchangeable_bound`) for a share :data:`SYMMETRY_SHARE` of the
+    time: its bound is the floor of what follows. Where the memories cannot bind
     (:attr:`~npusched.problem.scheduling.routed.RoutedInstance.memory_binds`; nothing is
-    evicted then), the model without them, exact. Else the relay relaxation
+    evicted then; nor in a schedule ending by the warm start's makespan where
+    :meth:`~npusched.problem.scheduling.routed.RoutedInstance.binds_within` says so), the
+    model without them, exact. Else the relay relaxation
     (:class:`RoutedModel` without memories, with ``relay=True`` where cores can write back),
     whose bound holds for every schedule, evicting or not: first as it is, then with the
     memories' eviction-proof part (``room``: what a core receives and what runs there at once)
@@ -118,19 +130,30 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
     :func:`~npusched.verify.scheduling.routed.verify_routed`) is a schedule; where none is
     optimal, the model with the memories (no eviction) looks for a schedule with the time
     left, and the relaxations' best bound is reported."""
-    warm = ctx.warm_start
+    warm, ms = ctx.warm_start, ctx.warm_start.makespan(instance)
+    floor, stats = float(instance.lower_bound()), {}
+    relax = interchangeable(instance)
+    if relax is not None and ms > floor:
+        remaining = ctx.remaining()
+        end = None if remaining is None else time.perf_counter() + SYMMETRY_SHARE * remaining
+        floor = max(floor, _interchangeable_bound(instance, relax, warm, ctx.until(end)))
+        stats["interchangeable_bound"] = floor
+        if ms <= floor:
+            out = Result(Status.OPTIMAL, "joint", "cpsat", bound=floor, stats=stats)
+            return _warm(out, warm, instance, "the interchangeable-core relaxation has no "
+                         "schedule shorter than the warm start: the warm start is returned")
     relaxed = dataclasses.replace(instance, capacity=None)
-    if not instance.memory_binds:  # nothing is evicted: the model without memories is exact
-        return _solve_model(instance, RoutedModel(relaxed, warm.makespan(instance)), warm, ctx)
-    relay, floor, best = instance.can_write_back, float(instance.lower_bound()), None
+    if not instance.binds_within(ms):  # nothing is evicted: the model without memories is exact
+        res = _solve_model(instance, RoutedModel(relaxed, ms, floor=int(floor)), warm, ctx)
+        return _raised(res, floor, stats)
+    relay, best = instance.can_write_back, None
     remaining, start = ctx.remaining(), time.perf_counter()
     for k, room in enumerate((None, instance.capacity)):  # each half of the share
-        model = RoutedModel(relaxed, warm.makespan(instance), relay=relay, room=room)
-        model.model.add(int(floor) <= model.T)
+        model = RoutedModel(relaxed, ms, relay=relay, room=room, floor=int(floor))
         end = None if remaining is None else start + RELAX_SHARE * remaining * (k + 1) / 2
         res = _solve_model(relaxed, model, warm, ctx if end is None else ctx.until(end))
         if res.status is Status.INFEASIBLE:  # (relays pruned at the horizon: RoutedModel._relay)
-            res.bound = float(warm.makespan(instance))
+            res.bound = float(ms)
             return _warm(res, warm, instance, "the relaxation has no schedule shorter than the "
                          "warm start: the warm start is returned")  # fmt: skip
         floor = max(floor, res.bound if res.bound is not None else floor)
@@ -138,11 +161,10 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
             best = res
         if best is not None and _value(best) <= floor:
             return dataclasses.replace(best, status=Status.OPTIMAL, bound=floor)
-    stats = {"relaxation_bound": floor}
-    with_memory = RoutedModel(instance, warm.makespan(instance))
+    stats["relaxation_bound"] = floor
+    with_memory = RoutedModel(instance, ms, floor=int(floor))
     mem = _solve_model(instance, with_memory, warm, ctx)  # (its bound: only without eviction)
     note = "bound = the relay relaxation's (valid with eviction); the model with memories has "
-    ms = warm.makespan(instance)
     cands = [r for r in (best, mem) if r is not None and r.solution is not None and _value(r) <= ms]
     if not cands:
         out = Result(Status.FEASIBLE, "joint", "cpsat", bound=floor, stats=stats)
@@ -151,6 +173,42 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
     status = Status.OPTIMAL if _value(top) <= floor else Status.FEASIBLE
     return dataclasses.replace(top, status=status, bound=floor, stats={**top.stats, **stats},
                                message=note + "no eviction")  # fmt: skip
+
+
+def _interchangeable_bound(instance: RoutedInstance, relax: Interchangeable,
+                           warm: RoutedSchedule, ctx: Context) -> float:  # fmt: skip
+    """The bound that CP-SAT proves on the interchangeable-core relaxation of ``instance``
+    (:func:`~npusched.problem.scheduling.routed_relax.interchangeable`: each core class's
+    symmetry broken, from the instance's lower bound up) within ``ctx``'s deadline, valid for
+    every schedule of the instance. Where the memories bind, with their ``room`` part, and
+    either without contention between cores where that makes relays needless
+    (:func:`~npusched.problem.scheduling.routed_relax.relays_dominated`) or with relays. No
+    solution under the warm start's makespan proves it."""
+    from npusched.solvers.cpsat import run_cpsat
+
+    ms = warm.makespan(instance)
+    binds = instance.binds_within(ms)
+    direct = binds and relays_dominated(instance)
+    if direct:  # (the same classes with or without contention)
+        relax = interchangeable(instance, contention=False) or relax
+    model = RoutedModel(relax.instance, ms, relay=binds and not direct and (
+                            relax.instance.can_write_back),
+                        room=instance.capacity if binds else None, lanes=relax.lanes,
+                        classes=relax.classes, floor=instance.lower_bound())  # fmt: skip
+    kw: dict[str, Any] = dict(threads=ctx.threads, seed=ctx.seed, log=ctx.log)
+    status, solver, _ = run_cpsat(model.model, time_limit=ctx.remaining(), **kw)
+    if status is Status.INFEASIBLE:
+        return float(ms)
+    if status in (Status.OPTIMAL, Status.FEASIBLE):
+        return float(solver.best_objective_bound)
+    return float(instance.lower_bound())
+
+
+def _raised(res: Result, floor: float, stats: dict[str, Any]) -> Result:
+    """``res`` with its bound raised to ``floor`` (optimal where its schedule meets it)."""
+    bound = max(floor, res.bound if res.bound is not None else floor)
+    status = Status.OPTIMAL if _value(res) <= bound else res.status
+    return dataclasses.replace(res, status=status, bound=bound, stats={**res.stats, **stats})
 
 
 def _value(res: Result) -> float:

@@ -59,11 +59,23 @@ class RoutedModel:
     room
         Memory capacities kept in the relaxation's weaker, eviction-proof form
         (:meth:`_room`): what a core receives and what its running μop holds.
+    lanes
+        Resource index → transfers it carries at once (default one: a NoOverlap); the DRAM
+        link of the interchangeable-core relaxation
+        (:mod:`~npusched.problem.scheduling.routed_relax`).
+    classes
+        Classes of interchangeable cores (core indices, ascending) whose symmetry
+        :meth:`_symmetry` breaks; only for an instance that permuting them leaves as it is.
+    floor
+        A lower bound of the makespan (default: the instance's
+        :meth:`~npusched.problem.scheduling.routed.RoutedInstance.lower_bound`; a relaxed
+        instance takes the bound of the instance it relaxes).
     """
 
     def __init__(
         self, inst: RoutedInstance, horizon: int, units: Any = None, relay: bool = False,
-        room: Any = None,
+        room: Any = None, lanes: dict[int, int] | None = None, classes: Any = (),
+        floor: int | None = None,
     ) -> None:  # fmt: skip
         if relay and (inst.capacity is not None or not inst.can_write_back):
             raise ValueError("the relay relaxation needs no capacities and a route to DRAM")
@@ -73,6 +85,8 @@ class RoutedModel:
         self.running: dict[int, list[tuple[Any, int]]] = defaultdict(list)
         self.relays: dict[tuple[int, int], Any] = {}  # (producer, core) -> relay literal
         self._relay_on = relay
+        self.lanes, self.classes = dict(lanes or {}), tuple(tuple(c) for c in classes)
+        self.floor = inst.lower_bound() if floor is None else int(floor)
         self.units = None if units is None else np.asarray(units, dtype=np.int64)
         self.model = cp_model.CpModel()
         self.life: dict[tuple[int, int, int], Any] = {}
@@ -89,6 +103,7 @@ class RoutedModel:
             self._dram_transfers,
             self._links,
             self._cores,
+            self._symmetry,
             self._memory,
             self._room,
             self._objective,
@@ -360,14 +375,46 @@ class RoutedModel:
                     m.add(self.s[q] >= t + cyc).only_enforce_if(cond)
 
     def _links(self) -> None:
-        """One transfer at a time on each link (each bus).
+        """One transfer at a time on each link (each bus); ``P_ℓ`` at a time on a link with
+        ``lanes``.
 
-        .. math:: \\text{NoOverlap}(\\{\\tau : \\ell \\in \\text{route}(\\tau)\\})
-                  \\quad \\forall \\ell
+        .. math:: \\text{Cumulative}(\\{\\tau : \\ell \\in \\text{route}(\\tau)\\},
+                  1, P_\\ell) \\quad \\forall \\ell \\qquad (P_\\ell = 1:
+                  \\text{NoOverlap})
         """
-        for ivs in self.res_intervals.values():
-            if len(ivs) > 1:
+        for res, ivs in self.res_intervals.items():
+            lanes = self.lanes.get(res, 1)
+            if len(ivs) > lanes > 1:
+                self.model.add_cumulative(ivs, [1] * len(ivs), lanes)
+            elif len(ivs) > 1 and lanes == 1:
                 self.model.add_no_overlap(ivs)
+
+    def _symmetry(self) -> None:
+        """Cores of a class are used in order: μop ``i`` runs on the class's ``j``-th core only
+        if an earlier μop runs on its ``(j-1)``-th. Relabelling a class's cores by the first
+        μop on each maps every solution to one that meets this, where the instance does not
+        tell them apart (:func:`~npusched.problem.scheduling.routed_relax.core_classes` on a
+        topology that treats them alike).
+
+        .. math:: x_{i k_j} \\Rightarrow \\textstyle\\bigvee_{i' < i} x_{i' k_{j-1}}
+                  \\quad \\forall i,\\ j \\ge 1
+        """
+        m = self.model
+        pairs = [(p, k) for c in self.classes for p, k in zip(c, c[1:], strict=False)]
+        used: dict[int, Any] = {}  # core p -> u_p: a μop before i runs on p (a prefix OR)
+        for i in range(self.inst.n):  # (in a class the literals are variables: same masks)
+            for p, k in pairs:
+                if k in self.x[i]:
+                    m.add_implication(self.x[i][k], used[p]) if p in used else m.add(
+                        self.x[i][k] == 0)
+            for p in {p for p, _ in pairs} & set(self.x[i]):
+                u = m.new_bool_var(f"u{i},{p}")
+                m.add_bool_or([self.x[i][p], *([used[p]] if p in used else [])]
+                              ).only_enforce_if(u)  # fmt: skip
+                m.add_implication(self.x[i][p], u)
+                if p in used:
+                    m.add_implication(used[p], u)
+                used[p] = u
 
     def _cores(self) -> None:
         """One μop at a time on each core.
@@ -462,7 +509,7 @@ class RoutedModel:
         .. math:: \\min T, \\qquad T \\ge e_i \\ \\forall i, \\qquad T \\ge LB
         """
         m = self.model
-        self.T = m.new_int_var(self.inst.lower_bound(), self.H, "T")
+        self.T = m.new_int_var(min(self.floor, self.H), self.H, "T")
         sinks = np.flatnonzero(np.diff(self.inst.graph.succ_ptr) == 0).tolist()
         m.add_max_equality(self.T, [self.e[i] for i in sinks])
         m.minimize(self.T)

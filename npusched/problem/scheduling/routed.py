@@ -389,6 +389,17 @@ class RoutedInstance:
         made = int(self.output_data.sum())  # (a streamed μop's output held by its readers too)
         return bool((self.capacity < made + sum(int(t.data) for t in self.dram)).any())
 
+    def binds_within(self, horizon: int) -> bool:
+        """Whether some core's capacity is below what a schedule ending by ``horizon`` could
+        hold there at once (:func:`~npusched.problem.scheduling.routed_bounds.live_peak`:
+        only the data whose lifetimes can overlap), and :attr:`memory_binds`. Where it is not,
+        no schedule of that makespan needs an eviction: keeping every copy from its arrival
+        to its last reader fits."""
+        if not self.memory_binds:
+            return False
+        assert self.capacity is not None
+        return bool(self.capacity.min() < routed_bounds.live_peak(self, int(horizon)))
+
     @property
     def is_streamed(self) -> BoolArray:
         """μops whose operands stay in DRAM (no space on their core)."""

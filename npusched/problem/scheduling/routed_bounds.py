@@ -171,3 +171,34 @@ def lower_bound(inst: Any) -> int:
             last = min(int(tail[t.consumers].min()) for t in used)
             bound = max(bound, traffic + last)
     return bound
+
+
+def live_peak(inst: Any, horizon: int) -> int:
+    """The most data any core can hold at one instant in a schedule that ends by ``horizon``,
+    evicting or not: a producer's output and its copies live from its head until its last
+    reader ends, at the latest ``horizon`` minus the reader's tail after it (its own, for an
+    output no μop reads); a DRAM tensor from 0 until its last reader ends. A core holds one
+    copy of a tensor at a time, of at most its whole size, so the largest sum of sizes over
+    windows that overlap at one instant bounds every core's resident data. A sweep over the
+    windows' ends, O((n + |DRAM tensors|) log n)."""
+    head, tail = heads_tails(inst)
+    g, d = inst.graph, inst.min_duration
+    after = tail - d  # the least time left after a μop ends
+    last = np.array(after)  # per producer: the least time after its last reader ends
+    np.minimum.at(last, g.src, after[g.dst])
+    size = inst.output_data
+    made = size > 0
+    starts = [head[made]]
+    ends = [horizon - last[made]]
+    sizes = [size[made]]
+    for t in inst.dram:
+        if t.data > 0 and t.consumers.size:
+            starts.append(np.zeros(1, dtype=np.int64))
+            ends.append(np.array([horizon - int(after[t.consumers].min())]))
+            sizes.append(np.array([int(t.data)]))
+    start, end, data = (np.concatenate(v).astype(np.int64) for v in (starts, ends, sizes))
+    keep = end > start
+    times = np.concatenate([start[keep], end[keep]])
+    delta = np.concatenate([data[keep], -data[keep]])
+    order = np.lexsort((delta, times))  # at one instant, ends (negative) before starts
+    return int(np.cumsum(delta[order]).max(initial=0))
