@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from npusched.formulations.scheduling.routed import RoutedModel
+from npusched.heuristics.placement import swap_deltas
 from npusched.heuristics.scheduling.list_scheduling import Priority, list_schedule
 from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
@@ -21,7 +22,7 @@ from npusched.problem.scheduling.routed_relax import (
     interchangeable,
     relays_dominated,
 )
-from npusched.solvers.result import Result, Status
+from npusched.solvers.result import Result, Status, TracePoint
 
 
 def with_allocation(instance: RoutedInstance) -> RoutedInstance:
@@ -127,21 +128,27 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
     memories' eviction-proof part (``room``: what a core receives and what runs there at once)
     from the first one's bound up, a share :data:`RELAX_SHARE` of the time in all. A solution
     of either that uses no relay and fits the memories (checked by
-    :func:`~npusched.verify.scheduling.routed.verify_routed`) is a schedule; where none is
-    optimal, the model with the memories (no eviction) looks for a schedule with the time
-    left, and the relaxations' best bound is reported."""
+    :func:`~npusched.verify.scheduling.routed.verify_routed`) is a schedule, and so is what
+    the memory-aware list makes of any of their solutions (:func:`through_list`: it evicts
+    where needed); where none is optimal, the model with the memories (no eviction) looks for
+    a schedule with the time left, and the relaxations' best bound is reported."""
     warm, ms = ctx.warm_start, ctx.warm_start.makespan(instance)
     floor, stats = float(instance.lower_bound()), {}
     relax = interchangeable(instance)
     if relax is not None and ms > floor:
         remaining = ctx.remaining()
         end = None if remaining is None else time.perf_counter() + SYMMETRY_SHARE * remaining
-        floor = max(floor, _interchangeable_bound(instance, relax, warm, ctx.until(end)))
+        bound, sol = _interchangeable_bound(instance, relax, warm, ctx.until(end))
+        floor = max(floor, bound)
         stats["interchangeable_bound"] = floor
+        made = None if sol is None else _from_relaxation(instance, sol, relax.classes)
+        if made is not None and made.makespan(instance) < ms:
+            warm, ms = made, made.makespan(instance)
+            stats["from_relaxation"] = ms
         if ms <= floor:
             out = Result(Status.OPTIMAL, "joint", "cpsat", bound=floor, stats=stats)
-            return _warm(out, warm, instance, "the interchangeable-core relaxation has no "
-                         "schedule shorter than the warm start: the warm start is returned")
+            return _warm(out, warm, instance, "the schedule (the warm start, or one made from "
+                         "the relaxation's solution) meets the interchangeable-core bound")
     relaxed = dataclasses.replace(instance, capacity=None)
     if not instance.binds_within(ms):  # nothing is evicted: the model without memories is exact
         res = _solve_model(instance, RoutedModel(relaxed, ms, floor=int(floor)), warm, ctx)
@@ -159,6 +166,13 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
         floor = max(floor, res.bound if res.bound is not None else floor)
         if _is_schedule(instance, res) and (best is None or _value(res) < _value(best)):
             best = res
+        got = res.solution
+        listed = through_list(instance, got) if isinstance(got, RoutedSchedule) else None
+        if listed is not None and (best is None or listed.makespan(instance) < _value(best)):
+            now = time.perf_counter() - (start if ctx.started is None else ctx.started)
+            point = TracePoint(now, listed.makespan(instance), floor)
+            best = Result(Status.FEASIBLE, "joint", "cpsat", float(listed.makespan(instance)),
+                          solution=listed, trace=[*res.trace, point])  # fmt: skip
         if best is not None and _value(best) <= floor:
             return dataclasses.replace(best, status=Status.OPTIMAL, bound=floor)
     stats["relaxation_bound"] = floor
@@ -175,15 +189,16 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
                                message=note + "no eviction")  # fmt: skip
 
 
-def _interchangeable_bound(instance: RoutedInstance, relax: Interchangeable,
-                           warm: RoutedSchedule, ctx: Context) -> float:  # fmt: skip
+def _interchangeable_bound(instance: RoutedInstance, relax: Interchangeable, warm: RoutedSchedule,
+                           ctx: Context) -> tuple[float, RoutedSchedule | None]:  # fmt: skip
     """The bound that CP-SAT proves on the interchangeable-core relaxation of ``instance``
     (:func:`~npusched.problem.scheduling.routed_relax.interchangeable`: each core class's
     symmetry broken, from the instance's lower bound up) within ``ctx``'s deadline, valid for
     every schedule of the instance. Where the memories bind, with their ``room`` part, and
     either without contention between cores where that makes relays needless
     (:func:`~npusched.problem.scheduling.routed_relax.relays_dominated`) or with relays. No
-    solution under the warm start's makespan proves it."""
+    solution under the warm start's makespan proves it. With the bound, the relaxation's best
+    solution (its cores the relaxation's labels), if any."""
     from npusched.solvers.cpsat import run_cpsat
 
     ms = warm.makespan(instance)
@@ -198,10 +213,54 @@ def _interchangeable_bound(instance: RoutedInstance, relax: Interchangeable,
     kw: dict[str, Any] = dict(threads=ctx.threads, seed=ctx.seed, log=ctx.log)
     status, solver, _ = run_cpsat(model.model, time_limit=ctx.remaining(), **kw)
     if status is Status.INFEASIBLE:
-        return float(ms)
+        return float(ms), None
     if status in (Status.OPTIMAL, Status.FEASIBLE):
-        return float(solver.best_objective_bound)
-    return float(instance.lower_bound())
+        return float(solver.best_objective_bound), model.decode(solver)
+    return float(instance.lower_bound()), None
+
+
+def placed(instance: RoutedInstance, core: np.ndarray,
+           classes: tuple[tuple[int, ...], ...]) -> np.ndarray:  # fmt: skip
+    """An allocation of the interchangeable-core relaxation (``core``: its labels) put on the
+    instance's cores: labels of one class swapped while a swap lowers the data its transfers
+    carry times their routes' hops (the best swap each time,
+    :func:`~npusched.heuristics.placement.swap_deltas` on the symmetric sums)."""
+    g, m = instance.graph, instance.m
+    data = (g.bytes > 0) & (core[g.src] != core[g.dst])
+    flow = np.zeros((m, m), dtype=np.int64)
+    np.add.at(flow, (core[g.src[data]], core[g.dst[data]]), instance.read_data[data])
+    hops = np.array([[len(instance.route(a, c)) for c in range(m)] for a in range(m)])
+    w, d = flow + flow.T, hops + hops.T
+    kind = np.full(m, -1)
+    for k, cls in enumerate(classes):
+        kind[list(cls)] = k
+    same = (kind[:, None] == kind[None, :]) & (kind[:, None] >= 0)
+    loc = np.arange(m)  # label -> core
+    for _ in range(m * m):
+        delta = np.where(same, swap_deltas(w, d, loc), 0)
+        a, b = np.unravel_index(int(np.argmin(delta)), delta.shape)
+        if delta[a, b] >= 0:
+            break
+        loc[[a, b]] = loc[[b, a]]
+    return loc[core]
+
+
+def _from_relaxation(instance: RoutedInstance, sched: RoutedSchedule,
+                     classes: tuple[tuple[int, ...], ...]) -> RoutedSchedule | None:  # fmt: skip
+    """The interchangeable-core relaxation's solution made a schedule of ``instance``: its
+    allocation :func:`placed` on the cores, its μops in the order of its starts, timed by the
+    list on the mesh (memory-aware where the memories bind, :func:`through_list`); ``None``
+    where that fails verification."""
+    from npusched.verify.scheduling.routed import verify_routed
+
+    core = placed(instance, sched.core, classes)
+    moved = dataclasses.replace(sched, core=core)
+    if instance.capacity is not None:
+        out = through_list(instance, moved)
+    else:
+        order = -sched.start.astype(float)
+        out = routed_list_schedule(instance.restricted(core), lambda _: order)
+    return out if out is not None and verify_routed(instance, out).ok else None
 
 
 def _raised(res: Result, floor: float, stats: dict[str, Any]) -> Result:
@@ -209,6 +268,18 @@ def _raised(res: Result, floor: float, stats: dict[str, Any]) -> Result:
     bound = max(floor, res.bound if res.bound is not None else floor)
     status = Status.OPTIMAL if _value(res) <= bound else res.status
     return dataclasses.replace(res, status=status, bound=bound, stats={**res.stats, **stats})
+
+
+def through_list(instance: RoutedInstance, sched: RoutedSchedule) -> RoutedSchedule | None:
+    """The memory-aware list (which evicts) on ``sched``'s allocation, moved until it fits
+    (:func:`fit_allocation`), in the order of ``sched``'s starts: a relaxation's solution
+    made a schedule of ``instance``; ``None`` where the list finds none."""
+    try:
+        core = fit_allocation(instance, sched.core)
+        rank = np.argsort(np.argsort(sched.start, kind="stable"), kind="stable")
+        return memory_list_schedule(dataclasses.replace(instance, preferred=core), rank)
+    except (ValueError, MemoryDeadlock):
+        return None
 
 
 def _value(res: Result) -> float:

@@ -34,3 +34,24 @@ def test_no_move_that_helps_is_a_clear_error():
     inst = fsrcnn((128, 128, 32, 32))
     with pytest.raises(ValueError, match=r"core \d+: μop .* no move of a μop"):
         fit_allocation(inst, list_schedule(inst.base, "blevel").core)
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_a_relaxations_solution_through_the_list_is_a_schedule_that_evicts(seed):
+    """What ``joint`` does with a relaxation's solution where memories bind: the memory-aware
+    list on its allocation, in its order, evicting where the solution kept everything."""
+    from dataclasses import replace
+
+    from npusched.bench.generate import layered_dag
+    from npusched.bench.memory_scaling import with_dram
+    from npusched.heuristics.scheduling.routed_list import routed_list_schedule
+    from npusched.methods.routed import through_list
+    from npusched.problem.scheduling.routed import RoutedInstance
+
+    base = layered_dag(5, 3, (2, 2), latency=(2, 6), nbytes=(8, 24), seed=seed)
+    inst = with_dram(RoutedInstance.from_mesh(base), np.random.default_rng(seed))
+    relaxed = routed_list_schedule(inst, "blevel")  # no memories: keeps every copy
+    tight = replace(inst, capacity=np.full(inst.m, int(inst.operand_data().max())))
+    assert not check(tight, relaxed).ok  # it overflows the memories
+    sched = through_list(tight, relaxed)
+    assert sched is not None and check(tight, sched).ok and sched.evicts
