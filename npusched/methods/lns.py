@@ -1,8 +1,10 @@
 """``lns``: large-neighbourhood search on the exact model of any instance with transfer delays —
 a scheduling instance on a mesh or hypercube (the joint model, Klotski eq. 15 with delays:
 :class:`~npusched.formulations.scheduling.joint.JointModel`) or a routed instance (links, DRAM,
-memories: :class:`~npusched.formulations.scheduling.routed.RoutedModel`) — for instances whose
-model is too large to solve whole.
+memories: :class:`~npusched.formulations.scheduling.routed.RoutedModel`; where the memories
+bind, :class:`~npusched.formulations.scheduling.routed_spill.SpillModel`, whose copies may be
+evicted and fetched again, so that the memory-aware list's schedules are points of it) — for
+instances whose model is too large to solve whole.
 
 From the best list schedule (or a given warm start) — on a scheduling instance with a time limit
 first, where the lower bound leaves no idle time (``m·LB`` = the work), two searches for a
@@ -56,6 +58,7 @@ from tqdm import tqdm
 
 from npusched.formulations.scheduling.joint import JointModel
 from npusched.formulations.scheduling.routed import RoutedModel
+from npusched.formulations.scheduling.routed_spill import SpillModel, segments_for
 from npusched.heuristics.scheduling.list_scheduling import Priority
 from npusched.methods.reassign import best_list_schedule
 from npusched.methods.registry import Context, Method, applicable, bounded, register
@@ -120,6 +123,8 @@ def _model(instance: Any, warm: Any) -> tuple[Any, Any]:
     """The model the neighbourhoods are cut from, and the instance its schedules belong to."""
     if isinstance(instance, RoutedInstance):
         fixed = instance if instance.fixed_allocation else instance.restricted(warm.core)
+        if fixed.capacity is not None and fixed.binds_within(warm.makespan(instance)):
+            return SpillModel(fixed, warm.makespan(instance), segments_for(warm)), fixed
         return RoutedModel(fixed, warm.makespan(instance)), fixed
     return JointModel(instance, warm.makespan(instance), symmetry=False), instance
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from npusched.formulations.scheduling.routed import RoutedModel
+from npusched.formulations.scheduling.routed_spill import SpillModel, segments_for
 from npusched.heuristics.placement import swap_deltas
 from npusched.heuristics.scheduling.list_scheduling import Priority, list_schedule
 from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
@@ -130,8 +131,11 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
     of either that uses no relay and fits the memories (checked by
     :func:`~npusched.verify.scheduling.routed.verify_routed`) is a schedule, and so is what
     the memory-aware list makes of any of their solutions (:func:`through_list`: it evicts
-    where needed); where none is optimal, the model with the memories (no eviction) looks for
-    a schedule with the time left, and the relaxations' best bound is reported."""
+    where needed); where none is optimal, the model with the memories (no eviction, free
+    allocation) looks for a schedule for half the time left, then the spill model
+    (:class:`~npusched.formulations.scheduling.routed_spill.SpillModel`: evictions and
+    re-fetches as decisions) on the best schedule's allocation, warm-started from it, for the
+    rest; the relaxations' best bound is reported."""
     warm, ms = ctx.warm_start, ctx.warm_start.makespan(instance)
     floor, stats = float(instance.lower_bound()), {}
     relax = interchangeable(instance)
@@ -176,17 +180,27 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
         if best is not None and _value(best) <= floor:
             return dataclasses.replace(best, status=Status.OPTIMAL, bound=floor)
     stats["relaxation_bound"] = floor
+    left = ctx.remaining()
+    half = None if left is None else ctx.until(time.perf_counter() + left / 2)
     with_memory = RoutedModel(instance, ms, floor=int(floor))
-    mem = _solve_model(instance, with_memory, warm, ctx)  # (its bound: only without eviction)
-    note = "bound = the relay relaxation's (valid with eviction); the model with memories has "
-    cands = [r for r in (best, mem) if r is not None and r.solution is not None and _value(r) <= ms]
+    mem = _solve_model(instance, with_memory, warm, half or ctx)  # (no eviction: no bound)
+    found = [r for r in (best, mem) if r is not None and r.solution is not None and _value(r) < ms]
+    top = min(found, key=_value).solution if found else warm
+    assert isinstance(top, RoutedSchedule)
+    fixed = instance.restricted(top.core)  # evictions decided exactly on its allocation
+    spill = SpillModel(fixed, top.makespan(instance), segments_for(top), floor=int(floor))
+    spilled = _solve_model(fixed, spill, top, ctx)  # (its bound: only for that allocation)
+    note = "bound = the relaxations' (valid with eviction); the schedule: "
+    cands = [r for r in (best, mem, spilled)
+             if r is not None and r.solution is not None and _value(r) <= ms]  # fmt: skip
     if not cands:
         out = Result(Status.FEASIBLE, "joint", "cpsat", bound=floor, stats=stats)
-        return _warm(out, warm, instance, f"{note}nothing shorter: the warm start is returned")
-    top = min(cands, key=_value)
-    status = Status.OPTIMAL if _value(top) <= floor else Status.FEASIBLE
-    return dataclasses.replace(top, status=status, bound=floor, stats={**top.stats, **stats},
-                               message=note + "no eviction")  # fmt: skip
+        return _warm(out, warm, instance, f"{note}nothing shorter than the warm start")
+    won = min(cands, key=_value)
+    status = Status.OPTIMAL if _value(won) <= floor else Status.FEASIBLE
+    return dataclasses.replace(won, status=status, bound=floor, stats={**won.stats, **stats},
+                               message=note + ("the spill model on the best allocation"
+                                               if won is spilled else "no eviction"))  # fmt: skip
 
 
 def _interchangeable_bound(instance: RoutedInstance, relax: Interchangeable, warm: RoutedSchedule,
