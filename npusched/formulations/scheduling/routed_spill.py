@@ -104,18 +104,22 @@ class SpillModel(RoutedModel):
         inst, m = self.inst, self.model
         g, streamed, core = inst.graph, inst.is_streamed, np.argmax(inst.mask, axis=1)
         output = inst.output_data
-        data = np.flatnonzero(g.bytes > 0)
+        data = (g.bytes > 0) & (core[g.src] == core[g.dst])
+        local: dict[int, set[int]] = defaultdict(set)  # producer -> its readers on its core
+        for p, q in zip(g.src[data].tolist(), g.dst[data].tolist(), strict=True):
+            local[p].add(q)
+        sends: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+        for key in self.tstart:
+            sends[key[0]].append(key)
         for p in np.flatnonzero((output > 0) & ~streamed).tolist():
             a = int(core[p])
             cp = self._resident((p, a, a), int(output[p]), self.s[p], self.e[p])
-            local = sorted({int(g.dst[e]) for e in data.tolist()
-                            if g.src[e] == p and core[g.dst[e]] == a})  # fmt: skip
-            for q in local:
+            for q in sorted(local[p]):
                 cp.uses.append((self.s[q], self.e[q], [], True))
-            for key, t in self.tstart.items():
-                if key[0] == p:
-                    cp.uses.append((t, t + self._cycles[key], [], self.direct.get(key, True)))
-            if local and streamed[local].any():
+            for key in sends[p]:
+                t = self.tstart[key]
+                cp.uses.append((t, t + self._cycles[key], [], self.direct.get(key, True)))
+            if streamed[sorted(local[p])].any():
                 cp.refetch = -1  # (read by a streamed μop: one segment)
         for key, t in self.tstart.items():
             users = self._users[key]
