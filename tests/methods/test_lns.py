@@ -272,3 +272,27 @@ def test_a_bound_proved_before_the_rounds_is_lns_s_bound():
     assert check(inst, res.solution).ok
     assert res.status is Status.OPTIMAL and res.objective == res.bound == 15
     assert res.trace[0].bound == 14 and res.trace[-1].bound == 15
+
+
+@pytest.mark.parametrize("seed", [4, 16])
+def test_lns_on_large_routed_instances_shifts_the_tail_and_starts_from_evicting_schedules(
+    seed, monkeypatch
+):
+    """Above ``SHIFT_ABOVE`` μops the rounds move the tail by one shift (made small here), and
+    where memories bind they are cut from the spill model, so a warm start that evicts is a
+    point: the rounds run and every answer verifies."""
+    import npusched.methods.lns as lns
+    from npusched.bench.generate import layered_dag
+    from npusched.bench.memory_scaling import with_dram
+    from npusched.problem.scheduling.routed import RoutedInstance
+
+    monkeypatch.setattr(lns, "SHIFT_ABOVE", 4)
+    base = layered_dag(5 + seed % 3, 3, (2, 2), latency=(2, 6), nbytes=(8, 24), seed=seed)
+    inst = with_dram(RoutedInstance.from_mesh(base), np.random.default_rng(seed))
+    inst = inst.restricted(solve(inst, "list").solution.core)
+    tight = replace(inst, capacity=np.full(inst.m, int(inst.operand_data().max())))
+    warm = memory_list_schedule(tight)
+    assert warm.evicts
+    res = solve(tight, "lns", time_limit=8, threads=2, window=6, step=1.0, warm_start=warm)
+    assert check(tight, res.solution).ok and res.objective <= warm.makespan(tight)
+    assert res.stats["neighbourhoods"] >= 1
