@@ -180,7 +180,7 @@ def live_peak(inst: Any, horizon: int) -> int:
     output no μop reads); a DRAM tensor from 0 until its last reader ends. A core holds one
     copy of a tensor at a time, of at most its whole size, so the largest sum of sizes over
     windows that overlap at one instant bounds every core's resident data. A sweep over the
-    windows' ends, O((n + |DRAM tensors|) log n)."""
+    windows' ends, O((n + the DRAM tensors) log n)."""
     head, tail = inst.heads_tails  # (the instance's, cached)
     g, d = inst.graph, inst.min_duration
     after = tail - d  # the least time left after a μop ends
