@@ -284,17 +284,18 @@ class SpillModel(RoutedModel):
         res = residency(self.inst, sched)
         at = {id(v): int(sched.start[i]) for i, v in enumerate(self.s)}
         tr = required_transfers(self.inst, sched.core)
-        mv = sched.moves
+        first = _first_moves(sched.moves)  # (kind, tensor, core) -> the earliest such move
+        sent: dict[int, bool] = {}  # a send's literal -> whether the schedule sends
         for t in range(tr.size):
             src, c = tr.key(t)
             key = (src, -1 if src < 0 else int(sched.core[src]), c)
             v = int(sched.tstart[t])
-            if v < 0 and mv is not None:  # came through DRAM: its first re-fetch there
-                fetch = mv.tstart[(mv.kind == REFETCH) & (mv.tensor == src) & (mv.dst_core == c)]
-                v = int(fetch.min()) if fetch.size else 0
+            if v < 0:  # came through DRAM: its first re-fetch there
+                v = first.get((REFETCH, src, c), 0)
                 m.add_hint(self.tstart[key], v)
             if key in self.direct:
                 m.add_hint(self.direct[key], int(sched.tstart[t]) >= 0)
+                sent[id(self.direct[key])] = int(sched.tstart[t]) >= 0
             at[id(self.tstart[key])] = v
         by: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
         for c, s, a, f in zip(res.core.tolist(), res.tensor.tolist(), res.alloc.tolist(),
@@ -308,18 +309,30 @@ class SpillModel(RoutedModel):
                     m.add_hint(cp.alpha[j], segs[j][0])
             for j, (_, f) in enumerate(segs):
                 m.add_hint(cp.omega[j], f)
-            for start, _, choice, _ in cp.uses:
-                if choice:
+            for start, _, choice, when in cp.uses:
+                if choice:  # (a send the schedule replaced by a re-fetch: in no segment)
                     j = _segment_of(segs, at.get(id(start), 0))
+                    on = when is True or sent.get(id(when), True)
                     for k, v in enumerate(choice):
-                        m.add_hint(v, k == j)
+                        m.add_hint(v, on and k == j)
         for p, (lit, b, _) in self.wb.items():
-            wrote = np.zeros(0, np.int64) if mv is None else mv.tstart[(mv.kind == EVICT)
-                                                                       & (mv.tensor == p)]
-            m.add_hint(lit, wrote.size > 0)
-            if wrote.size:
-                m.add_hint(b, int(wrote.min()))
+            core = int(np.argmax(self.inst.mask[p]))
+            m.add_hint(lit, (EVICT, p, core) in first)
+            if (EVICT, p, core) in first:
+                m.add_hint(b, first[(EVICT, p, core)])
 
+
+def _first_moves(mv: Moves | None) -> dict[tuple[int, int, int], int]:
+    """The earliest start of each kind of move per tensor and core (a write-back's source
+    core, a re-fetch's destination), in one pass over the moves."""
+    first: dict[tuple[int, int, int], int] = {}
+    if mv is None:
+        return first
+    core = np.where(mv.kind == EVICT, mv.src_core, mv.dst_core)
+    for key, t in zip(zip(mv.kind.tolist(), mv.tensor.tolist(), core.tolist(), strict=True),
+                      mv.tstart.tolist(), strict=True):  # fmt: skip
+        first[key] = min(t, first.get(key, t))
+    return first
 
 
 def segments_for(sched: RoutedSchedule | None, least: int = 2) -> int:

@@ -49,6 +49,11 @@ def test_the_lists_evicting_schedule_is_a_point_and_the_optimum_verifies(seed):
     for i in range(inst.n):
         point.model.add(point.s[i] == int(listed.start[i]))
     assert _run(point)[0] in SOLVED  # the list's times (its copies through DRAM included)
+    hinted = SpillModel(inst, listed.makespan(inst), k)
+    hinted.hint(listed)  # the hint alone is the list's schedule: every variable, feasible
+    status, solver, _ = run_cpsat(hinted.model, time_limit=20, threads=1, seed=0,
+                                  params={"fix_variables_to_their_hinted_value": True})
+    assert status in SOLVED and solver.objective_value == listed.makespan(inst)
     model = SpillModel(inst, listed.makespan(inst), k)
     model.hint(listed)
     status, solver = _run(model)
