@@ -156,6 +156,11 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
     relaxed = dataclasses.replace(instance, capacity=None)
     if not instance.binds_within(ms):  # nothing is evicted: the model without memories is exact
         res = _solve_model(instance, RoutedModel(relaxed, ms, floor=int(floor)), warm, ctx)
+        if res.solution is None:  # (the warm start may be the relaxation's, not the caller's)
+            res.bound = max(floor, res.bound if res.bound is not None else floor)
+            res.stats = {**res.stats, **stats}
+            return _warm(res, warm, instance, "no solution within the limit: the best schedule "
+                         "before the model is returned")  # fmt: skip
         return _raised(res, floor, stats)
     relay, best = instance.can_write_back, None
     remaining, start = ctx.remaining(), time.perf_counter()
@@ -178,7 +183,8 @@ def _routed_answer(instance: RoutedInstance, ctx: Context) -> Result:
             best = Result(Status.FEASIBLE, "joint", "cpsat", float(listed.makespan(instance)),
                           solution=listed, trace=[*res.trace, point])  # fmt: skip
         if best is not None and _value(best) <= floor:
-            return dataclasses.replace(best, status=Status.OPTIMAL, bound=floor)
+            return dataclasses.replace(best, status=Status.OPTIMAL, bound=floor,
+                                       stats={**best.stats, **stats})  # fmt: skip
     stats["relaxation_bound"] = floor
     left = ctx.remaining()
     half = None if left is None else ctx.until(time.perf_counter() + left / 2)
