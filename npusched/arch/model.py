@@ -17,15 +17,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
-from typing import Any
-
-from npusched.common.errors import InputError
-from npusched.common.jsonio import read_json, validate, write_json
 
 FORMAT = "npusched/arch/v1"
-SCHEMA = "arch.schema.json"
 #: Loop dimensions of a convolution (an FC layer uses ``K`` and ``C`` with the others 1).
 CONV_DIMS = ("K", "C", "OY", "OX", "FY", "FX")
 #: Deterministic mesh routings (:func:`npusched.problem.scheduling.machine.mesh_routes`).
@@ -141,6 +134,15 @@ class CoreSpec:
 
 
 @dataclass(frozen=True)
+class Bus:
+    """A bus joining ``cores`` (core or router ids): one transfer at a time among all of them,
+    ``bandwidth_bytes_per_cycle`` (Stream's ``core_connectivity`` entries of type ``bus``)."""
+
+    cores: tuple[int, ...]
+    bandwidth_bytes_per_cycle: float
+
+
+@dataclass(frozen=True)
 class NocSpec:
     """Inter-core network. ``None`` means the paper does not give the value.
 
@@ -162,7 +164,17 @@ class NocSpec:
         Header bits each packet adds to its payload; with the two above it sets the payload
         rate of a link (:meth:`payload_bytes_per_cycle`).
     links
-        Directed point-to-point links ``(sender, receiver)`` by core id (topology ``"links"``).
+        Directed point-to-point links ``(sender, receiver)`` by core (or router) id (topology
+        ``"links"``).
+    bandwidths
+        Each link's bandwidth in bytes per cycle, in the order of ``links`` (empty: every link
+        at ``bandwidth_bytes_per_cycle``).
+    buses
+        Buses beside the links (topology ``"links"``): a transfer between two of a bus's
+        members may take it as one hop.
+    routers
+        Ids of NoC nodes that are not compute cores (Stream's memory cores and its off-chip
+        core): links and buses may join them, and routes between cores may pass through them.
     description
         As stated by the paper.
     """
@@ -175,6 +187,9 @@ class NocSpec:
     packet_bytes: int | None = None
     packet_header_bits: int | None = None
     links: tuple[tuple[int, int], ...] = ()
+    bandwidths: tuple[float, ...] = ()
+    buses: tuple[Bus, ...] = ()
+    routers: tuple[int, ...] = ()
     description: str = ""
 
     def payload_bytes_per_cycle(self) -> float | None:
@@ -200,6 +215,10 @@ class DramSpec:
     Bandwidth is given per second (needs the accelerator clock to become per cycle) or directly
     per accelerator cycle; CAS latency in nanoseconds or accelerator cycles. ``burst_bytes`` and
     the CAS latency feed TSO's burst model (Algorithm 4), the bandwidth both DRAM models.
+    ``node``: the NoC router (one of ``noc.routers``) that fronts the DRAM, as Stream's off-chip
+    core: transfers to and from DRAM then take the NoC's links and buses to it, never passing
+    through it, and the bandwidth is its port's, shared by all (``None``: ``controllers``, or one
+    port that every core reaches directly).
     """
 
     kind: str = ""
@@ -210,6 +229,7 @@ class DramSpec:
     cas_latency_cycles: int | None = None
     clock_hz: float | None = None
     controllers: tuple[int, ...] = ()
+    node: int | None = None
 
 
 @dataclass(frozen=True)
@@ -294,9 +314,7 @@ class Arch:
             coords = [c.coord for c in self.cores]
             if len(set(coords)) != len(coords):
                 raise ArchError("cores", "two cores share a mesh coordinate")
-        for k, (a, b) in enumerate(self.noc.links):
-            if a not in seen or b not in seen or a == b:
-                raise ArchError(f"noc/links/{k}", f"a link joins two distinct cores, got {a}->{b}")
+        self._check_noc(seen)
         if (
             self.noc.routing is not None
             and self.mesh is not None
@@ -307,6 +325,10 @@ class Arch:
         for k, cid in enumerate(d.controllers if d is not None else ()):
             if cid not in seen:
                 raise ArchError(f"dram/controllers/{k}", f"no core with id {cid} to attach to")
+        if d is not None and d.node is not None and (
+            d.node not in self.noc.routers or self.noc.topology != "links"
+        ):
+            raise ArchError("dram/node", f"{d.node} is not one of the routers of a 'links' NoC")
         if d is not None:
             if d.bandwidth_bytes_per_s is None and d.bandwidth_bytes_per_cycle is None:
                 raise ArchError("dram", "needs bandwidth_bytes_per_s or bandwidth_bytes_per_cycle")
@@ -318,6 +340,25 @@ class Arch:
                 and self.frequency_hz is None
             ):
                 raise ArchError("dram/cas_latency_ns", "needs frequency_hz to give cycles")
+
+    def _check_noc(self, cores: set[int]) -> None:
+        """Links and buses join distinct known nodes (cores or routers); one bandwidth per link."""
+        noc = self.noc
+        if cores & set(noc.routers) or len(set(noc.routers)) != len(noc.routers):
+            raise ArchError("noc/routers", "a router id is unique and not a core's id")
+        nodes = cores | set(noc.routers)
+        for k, (a, b) in enumerate(noc.links):
+            if a not in nodes or b not in nodes or a == b:
+                raise ArchError(f"noc/links/{k}", f"a link joins two distinct nodes, got {a}->{b}")
+        if noc.bandwidths and len(noc.bandwidths) != len(noc.links):
+            raise ArchError("noc/links", "give every link a bandwidth, or none")
+        if any(bw <= 0 for bw in noc.bandwidths):
+            raise ArchError("noc/links", "a link's bandwidth must be positive")
+        for k, bus in enumerate(noc.buses):
+            if len(set(bus.cores)) < 2 or not set(bus.cores) <= nodes:
+                raise ArchError(f"noc/buses/{k}/cores", "a bus joins two or more known nodes")
+            if bus.bandwidth_bytes_per_cycle <= 0:
+                raise ArchError(f"noc/buses/{k}/bandwidth_bytes_per_cycle", "must be positive")
 
     # --- derived values ---------------------------------------------------------------------
 
@@ -366,201 +407,3 @@ class Arch:
         if self.dram is None:
             raise ValueError(f"{self.name}: the architecture has no DRAM specification")
         return self.dram
-
-
-# --- JSON -------------------------------------------------------------------------------------
-
-
-def _num(x: float | None) -> float | int | None:
-    """Integral floats as ints, so files read ``1000000000`` rather than ``1000000000.0``."""
-    if isinstance(x, float) and x.is_integer():
-        return int(x)
-    return x
-
-
-def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if v is not None and v != "" and v != {}}
-
-
-def arch_to_dict(arch: Arch) -> dict[str, Any]:
-    """The ``npusched/arch/v1`` JSON object of ``arch``."""
-    src = _drop_none(
-        {
-            "paper": arch.source.paper,
-            "where": arch.source.where,
-            "seed": arch.source.seed,
-            "fields": dict(arch.source.fields),
-        }
-    )
-    cores = []
-    for c in arch.cores:
-        core: dict[str, Any] = {
-            "id": c.id,
-            "name": c.name,
-            "kind": c.kind,
-            "pe_unroll": dict(c.pe_unroll),
-            "memory_bytes": c.memory_bytes,
-        }
-        if c.buffers:
-            core["buffers"] = dict(c.buffers)
-        if c.coord is not None:
-            core["coord"] = list(c.coord)
-        if c.cluster is not None:
-            core["cluster"] = c.cluster
-        if c.registers:
-            core["registers"] = {
-                op: _drop_none(
-                    {
-                        "bytes": r.bytes,
-                        "bandwidth_bytes_per_cycle": _num(r.bandwidth_bytes_per_cycle),
-                        "shared_over": list(r.shared_over) or None,
-                    }
-                )
-                for op, r in c.registers.items()
-            }
-        for key in ("sram_read_bytes_per_cycle", "sram_write_bytes_per_cycle"):
-            if getattr(c, key) is not None:
-                core[key] = _num(getattr(c, key))
-        cores.append(core)
-    noc = _drop_none(
-        {
-            "topology": arch.noc.topology,
-            "bandwidth_bytes_per_cycle": _num(arch.noc.bandwidth_bytes_per_cycle),
-            "hop_latency_cycles": arch.noc.hop_latency_cycles,
-            "routing": arch.noc.routing,
-            "flit_bits": arch.noc.flit_bits,
-            "packet_bytes": arch.noc.packet_bytes,
-            "packet_header_bits": arch.noc.packet_header_bits,
-            "links": [list(ln) for ln in arch.noc.links] or None,
-            "description": arch.noc.description,
-        }
-    )
-    out: dict[str, Any] = {
-        "format": FORMAT,
-        "name": arch.name,
-        "description": arch.description,
-        "source": src,
-        "frequency_hz": _num(arch.frequency_hz),
-        "precision_bits": arch.precision_bits,
-        "cores": cores,
-    }
-    if arch.mesh is not None:
-        out["mesh"] = {"rows": arch.mesh[0], "cols": arch.mesh[1]}
-    out["noc"] = noc
-    if arch.shared_buffer_bytes is not None:
-        out["shared_buffer_bytes"] = arch.shared_buffer_bytes
-    if arch.dram is not None:
-        d = arch.dram
-        out["dram"] = _drop_none(
-            {
-                "kind": d.kind,
-                "bandwidth_bytes_per_s": _num(d.bandwidth_bytes_per_s),
-                "bandwidth_bytes_per_cycle": _num(d.bandwidth_bytes_per_cycle),
-                "burst_bytes": d.burst_bytes,
-                "cas_latency_ns": _num(d.cas_latency_ns),
-                "cas_latency_cycles": d.cas_latency_cycles,
-                "clock_hz": _num(d.clock_hz),
-                "controllers": list(d.controllers) or None,
-            }
-        )
-    if arch.assumptions:
-        out["assumptions"] = list(arch.assumptions)
-    return out
-
-
-def arch_from_dict(data: Any, path: str | Path = "<memory>") -> Arch:
-    """Validate an ``npusched/arch/v1`` object and build the :class:`Arch`; a bad value raises
-    :class:`~npusched.io.InputError` naming its field."""
-    validate(data, SCHEMA, path)
-    src = data["source"]
-    cores = tuple(
-        CoreSpec(
-            id=c["id"],
-            name=c["name"],
-            pe_unroll=dict(c["pe_unroll"]),
-            memory_bytes=c.get("memory_bytes"),
-            buffers=dict(c.get("buffers", {})),
-            kind=c.get("kind", "pe_array"),
-            coord=(c["coord"][0], c["coord"][1]) if "coord" in c else None,
-            cluster=c.get("cluster"),
-            registers={
-                op: Register(
-                    r["bytes"], r.get("bandwidth_bytes_per_cycle"), tuple(r.get("shared_over", ()))
-                )  # fmt: skip
-                for op, r in c.get("registers", {}).items()
-            },
-            sram_read_bytes_per_cycle=c.get("sram_read_bytes_per_cycle"),
-            sram_write_bytes_per_cycle=c.get("sram_write_bytes_per_cycle"),
-        )
-        for c in data["cores"]
-    )
-    n = data["noc"]
-    d = data.get("dram")
-    dram = None if d is None else DramSpec(**{**d, "controllers": tuple(d.get("controllers", ()))})
-    try:
-        return Arch(
-            name=data["name"],
-            source=Source(src["paper"], src["where"], src.get("seed", ""), src.get("fields", {})),
-            frequency_hz=data["frequency_hz"],
-            precision_bits=data["precision_bits"],
-            cores=cores,
-            noc=NocSpec(
-                topology=n["topology"],
-                bandwidth_bytes_per_cycle=n.get("bandwidth_bytes_per_cycle"),
-                hop_latency_cycles=n.get("hop_latency_cycles"),
-                routing=n.get("routing"),
-                flit_bits=n.get("flit_bits"),
-                packet_bytes=n.get("packet_bytes"),
-                packet_header_bits=n.get("packet_header_bits"),
-                links=tuple((int(a), int(b)) for a, b in n.get("links", ())),
-                description=n.get("description", ""),
-            ),
-            mesh=(data["mesh"]["rows"], data["mesh"]["cols"]) if "mesh" in data else None,
-            shared_buffer_bytes=data.get("shared_buffer_bytes"),
-            dram=dram,
-            description=data.get("description", ""),
-            assumptions=tuple(data.get("assumptions", ())),
-        )
-    except ArchError as err:
-        raise InputError(path, err.field, err.reason) from None
-
-
-def read_arch(path: str | Path) -> Arch:
-    """Read an architecture file."""
-    return arch_from_dict(read_json(path), path)
-
-
-def write_arch(arch: Arch, path: str | Path) -> None:
-    """Write ``arch`` as ``npusched/arch/v1`` JSON (atomically)."""
-    write_json(path, arch_to_dict(arch))
-
-
-def list_archs() -> list[str]:
-    """Names of the shipped architectures (``npusched/arch/data/*.json``)."""
-    data = resources.files("npusched.arch").joinpath("data")
-    return sorted(p.name[: -len(".json")] for p in data.iterdir() if p.name.endswith(".json"))
-
-
-def flexer_arch_name(name: str) -> str:
-    """``arch5`` → ``flexer-arch5`` (Flexer's Table 1 names); anything else as given."""
-    return f"flexer-{name}" if name.startswith("arch") and name[4:].isdigit() else name
-
-
-def load_arch(name_or_path: str | Path) -> Arch:
-    """A shipped architecture by name (see :func:`list_archs`) or an architecture file by path.
-
-    Raises
-    ------
-    ValueError
-        For a name that is neither a shipped architecture nor an existing file
-        (:class:`~npusched.io.InputError`, a ``ValueError``, for a bad file).
-    """
-    p = Path(name_or_path)
-    if p.suffix == ".json" or p.exists():
-        return read_arch(p)
-    name = str(name_or_path)
-    res = resources.files("npusched.arch").joinpath(f"data/{name}.json")
-    if not res.is_file():
-        raise ValueError(f"unknown architecture {name!r}; shipped: {', '.join(list_archs())}")
-    with resources.as_file(res) as f:
-        return read_arch(f)

@@ -51,8 +51,7 @@ from typing import Any
 import numpy as np
 from tabulate import tabulate
 
-from npusched.arch import load_arch
-from npusched.arch.model import Arch, arch_from_dict, arch_to_dict
+from npusched.arch import Arch, arch_from_dict, arch_to_dict, load_arch
 from npusched.bench.doc import publish
 from npusched.common.errors import InputError
 from npusched.common.jsonio import read_json, write_json

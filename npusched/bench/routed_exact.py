@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from npusched.arch.model import load_arch
+from npusched.arch import load_arch
 from npusched.bench.doc import publish
 from npusched.bench.generate import layered_dag
 from npusched.bench.memory_scaling import with_dram

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from npusched.arch.model import load_arch
+from npusched.arch import load_arch
 from npusched.heuristics.scheduling.list_scheduling import list_schedule
 from npusched.methods import solve
 from npusched.methods.routed import fit_allocation

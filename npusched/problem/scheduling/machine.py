@@ -10,8 +10,11 @@ Links by the NoC's ``topology`` (:class:`~npusched.arch.NocSpec`):
   rate (:meth:`~npusched.arch.NocSpec.payload_bytes_per_cycle`: packets and flits), routed by
   the arch's ``routing`` (:func:`mesh_routes`: XY, YX, or XY-YX alternating by the parity of the
   two ends, all deterministic);
-- ``links``: the listed directed links, routed along a fewest-hop path (ties: lower link
-  indices first);
+- ``links``: the listed directed links, each at its own bandwidth where the arch gives one,
+  and the buses (a bus is one resource: every ordered pair of its members a link of it); a
+  route is the one with the fewest cycles per byte on idle links (the sum of ``1 / bandwidth``,
+  Stream's unloaded routing cost; with one bandwidth: the fewest hops), ties to lower link
+  indices, and it may pass through routers that are not cores (Stream's memory cores);
 - ``ring``: one ring bus per ``cluster`` and one global ring between them (TSO's ring buses); a
   transfer within a cluster takes its ring, between clusters its ring, the global one and the
   other's;
@@ -21,8 +24,11 @@ Links by the NoC's ``topology`` (:class:`~npusched.arch.NocSpec`):
 Off-chip memory (:class:`~npusched.arch.DramSpec`): with ``controllers``, a memory controller at
 each listed core's router, its channel a bus of ``bandwidth / len(controllers)`` used in both
 directions, and every core served by the nearest controller (fewest hops, then the lower index)
-over the NoC; without, one DRAM port of the whole bandwidth that every core reaches directly
-(Stream's off-chip link, "Any"). The DRAM core's id is one above the largest core id.
+over the NoC; with a ``node`` (Stream's off-chip core), a DRAM port of the whole bandwidth
+(one link every DRAM transfer holds) and then the NoC's links and buses to and from that node,
+which relays nothing else; without either, one DRAM port of the whole bandwidth that every core
+reaches directly (Stream's off-chip link, "Any"). The DRAM core's id is the node's, or one above
+the largest core id.
 
 A route holds every link on it for the whole transfer, which takes
 ``hops · hop_latency + ⌈bytes / slowest payload rate⌉`` (:meth:`Topology.cycles`), as in Stream.
@@ -34,7 +40,7 @@ evenly among the cores (an assumption: Flexer's memory manager shares it freely,
 
 from __future__ import annotations
 
-from collections import deque
+import heapq
 
 import numpy as np
 
@@ -107,7 +113,8 @@ def machine_topology(arch: Arch) -> Topology:
         "shared_memory": _bus,
     }
     builders[arch.noc.topology](arch, links, routes)
-    dram = max(ids) + 1
+    node = arch.dram.node if arch.dram is not None else None
+    dram = max(ids) + 1 if node is None else node
     _offchip(arch, dram, links, routes)
     return Topology(tuple(links), routes, dram, arch.noc.hop_latency_cycles or 0)
 
@@ -134,26 +141,51 @@ def _mesh(arch: Arch, links: list[Link], routes: dict[tuple[int, int], tuple[int
 
 
 def _links(arch: Arch, links: list[Link], routes: dict[tuple[int, int], tuple[int, ...]]) -> None:
-    if not arch.noc.links:
-        raise ValueError(f"{arch.name}: noc/links: a 'links' topology lists its links")
-    bw = noc_bandwidth(arch)
-    out: dict[int, list[tuple[int, int]]] = {c.id: [] for c in arch.cores}
-    for a, b in arch.noc.links:
+    noc = arch.noc
+    if not noc.links and not noc.buses:
+        raise ValueError(f"{arch.name}: noc/links: a 'links' topology lists its links or buses")
+    nodes = [c.id for c in arch.cores] + list(noc.routers)
+    out: dict[int, list[tuple[int, int]]] = {v: [] for v in nodes}
+    for k, (a, b) in enumerate(noc.links):
+        bw = noc.bandwidths[k] if noc.bandwidths else noc_bandwidth(arch)
         out[a].append((b, _add(links, a, b, bw, name=f"{a}->{b}")))
-    for a in out:
-        path: dict[int, tuple[int, ...]] = {a: ()}
-        todo = deque([a])
-        while todo:  # breadth first: fewest hops, lower link ids first
-            u = todo.popleft()
-            for v, k in out[u]:
-                if v not in path:
-                    path[v] = (*path[u], k)
-                    todo.append(v)
-        for b in out:
+    for k, bus in enumerate(noc.buses):
+        for a in bus.cores:
+            for b in bus.cores:
+                if a != b:
+                    bw = bus.bandwidth_bytes_per_cycle
+                    out[a].append((b, _add(links, a, b, bw, k, name=f"bus{k}:{a}->{b}")))
+    dram = arch.dram.node if arch.dram is not None else None
+    ends = [c.id for c in arch.cores] + ([dram] if dram is not None else [])
+    for a in ends:
+        path = _cheapest(a, out, links, dram)
+        for b in ends:
             if b != a:
                 if b not in path:
-                    raise ValueError(f"{arch.name}: noc/links: no path from core {a} to {b}")
+                    raise ValueError(f"{arch.name}: noc/links: no path from node {a} to {b}")
                 routes[(a, b)] = path[b]
+
+
+def _cheapest(a: int, out: dict[int, list[tuple[int, int]]], links: list[Link],
+              dram: int | None) -> dict[int, tuple[int, ...]]:  # fmt: skip
+    """Routes from ``a``: least cycles per byte on idle links (the sum of ``1 / bandwidth``
+    along the route, Stream's unloaded routing cost), ties to the route found first with links
+    taken in index order (with one bandwidth: the fewest hops, breadth first); the DRAM's node
+    ends routes and relays none."""
+    best: dict[int, float] = {a: 0.0}
+    path: dict[int, tuple[int, ...]] = {a: ()}
+    heap, count = [(0.0, 0, a)], 1
+    while heap:
+        cost, _, u = heapq.heappop(heap)
+        if cost > best[u] or (u == dram and u != a):
+            continue
+        for v, k in out[u]:
+            c = cost + 1.0 / links[k].bandwidth
+            if c < best.get(v, float("inf")) - 1e-12:
+                best[v], path[v] = c, (*path[u], k)
+                heapq.heappush(heap, (c, count, v))
+                count += 1
+    return path
 
 
 def _rings(arch: Arch, links: list[Link], routes: dict[tuple[int, int], tuple[int, ...]]) -> None:
@@ -181,6 +213,12 @@ def _offchip(
     """Links between the DRAM core and the cores (module docstring)."""
     bw = dram_bandwidth(arch)
     assert arch.dram is not None
+    if arch.dram.node is not None:  # its port, then the NoC to and from its node
+        port = _add(links, dram, None, bw, offchip=True, name="dram port")
+        for c in (c.id for c in arch.cores):
+            routes[(dram, c)] = (port, *routes[(dram, c)])
+            routes[(c, dram)] = (*routes[(c, dram)], port)
+        return
     ctrl = arch.dram.controllers
     ids = [c.id for c in arch.cores]
     if not ctrl:  # one port, reached from every core directly
