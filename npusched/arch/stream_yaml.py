@@ -13,7 +13,8 @@ off-chip core, and ``core_connectivity``: links (two directed links of one bandw
   off-chip core becomes the DRAM's node (:attr:`~npusched.arch.DramSpec.node`);
 - a core's **memory** is the top memory of its ``I1`` operand (Stream's
   ``get_memory_capacity``: the last memory listed that holds ``I1``), bits / 8, and its SRAM
-  bandwidths are that memory's read and write ports (``read_write`` ports count for both);
+  bandwidths are that memory's read and write ports (``read_write`` ports count for both); each
+  operand's innermost memory below it is that operand's register file (:func:`_registers`);
 - the **PE array** ``D1, D2, …`` unrolls the loops :data:`UNROLL` in order (K on ``D1``, C on
   ``D2``, …), or ``FX, FY, K`` on a core that runs only pooling. Stream has no fixed unrolling:
   ZigZag searches one per layer unless the core gives ``dataflows``. This is an assumption, and
@@ -30,7 +31,7 @@ off-chip core, and ``core_connectivity``: links (two directed links of one bandw
 - **precision**: the first compute core's ``operand_precision.input`` (8 bits where none).
 
 Energy (``unit_energy_cost``, ``r_cost``, …), ``core_coordinates``, ``technology_node`` and
-registers below the top memory are not modelled.
+the memory levels between an operand's register file and the top memory are not modelled.
 """
 
 from __future__ import annotations
@@ -39,7 +40,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from npusched.arch.model import Arch, ArchError, Bus, CoreSpec, DramSpec, NocSpec, Source
+from npusched.arch.model import (
+    Arch,
+    ArchError,
+    Bus,
+    CoreSpec,
+    DramSpec,
+    NocSpec,
+    Register,
+    Source,
+)
 from npusched.common.errors import InputError
 from npusched.common.jsonio import read_text, validate
 
@@ -203,13 +213,44 @@ def _unroll(core: dict[str, Any]) -> dict[str, int]:
     return out or {"K": 1}
 
 
+def _registers(core: dict[str, Any], top: dict[str, Any]) -> dict[str, Register]:
+    """Each operand's innermost memory below the top one (ZigZag's ``I1``, ``I2``, ``O``: our
+    inputs, weights and outputs) as its register file: size / 8 bytes at its widest read port,
+    shared over the loops its ``served_dimensions`` unroll."""
+    loops = dict(zip((f"D{k + 1}" for k in range(8)), _dims_to_loops(core), strict=False))
+    out = {}
+    for ours, theirs in (("I", "I1"), ("W", "I2"), ("O", "O")):
+        mem = next((m for m in core["memories"].values() if theirs in m["operands"]), None)
+        if mem is None or mem is top or mem["size"] < 8:
+            continue
+        shared = tuple(loops[d] for d in mem.get("served_dimensions", ()) if d in loops)
+        out[ours] = Register(int(mem["size"]) // 8, _port_bits(mem, "read") / 8 or None, shared)
+    return out
+
+
+def _dims_to_loops(core: dict[str, Any]) -> list[str]:
+    """The loop each array dimension ``D1, D2, …`` unrolls (:func:`_unroll`), ``""`` for a
+    dimension of size 1."""
+    ops = set(core.get("operator_types", ()))
+    loops = POOLING if ops and ops <= POOL_OPS else UNROLL
+    out, k = [], 0
+    for size in core["operational_array"]["sizes"]:
+        if size > 1 and k < len(loops):
+            out.append(loops[k])
+            k += 1
+        else:
+            out.append("")
+    return out
+
+
 def _spec(cid: int, core: dict[str, Any], share: int) -> CoreSpec:
     top = _top(core)
     name = [n for n, m in core["memories"].items() if m is top][0]
     read, write = _port_bits(top, "read") / 8, _port_bits(top, "write") / 8
     mem = int(top["size"]) // 8 // max(1, share)
     return CoreSpec(cid, f"{core['name']}{cid}", _unroll(core), mem, {name: mem},
-                    kind=str(core["name"]), sram_read_bytes_per_cycle=read or None,
+                    kind=str(core["name"]), registers=_registers(core, top),
+                    sram_read_bytes_per_cycle=read or None,
                     sram_write_bytes_per_cycle=write or None)  # fmt: skip
 
 

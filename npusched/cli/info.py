@@ -71,7 +71,10 @@ def arch_info(arch: Any) -> dict[str, Any]:
 
 def network_info(net: Any, bits: int = 8) -> dict[str, Any]:
     """Operators (count, MACs, parameters, output elements per kind) and the totals of a
-    :class:`~npusched.workload.network.Network`; bytes at ``bits`` per element."""
+    :class:`~npusched.workload.network.Network` or a
+    :class:`~npusched.workload.tensor.TensorProgram`; bytes at ``bits`` per element."""
+    if hasattr(net, "ops"):
+        return _program_info(net, bits)
     ops: dict[str, dict[str, int]] = {}
     for layer in net.layers:
         shapes = net.in_shapes(layer)
@@ -89,6 +92,31 @@ def network_info(net: Any, bits: int = 8) -> dict[str, Any]:
         "total_params": net.params(),
         "param_bytes": net.params() * bits // 8,
         "activation_bytes": outputs * bits // 8,
+    }
+
+
+def _program_info(prog: Any, bits: int) -> dict[str, Any]:
+    """:func:`network_info` of a tensor program: per operator kind (and function), its count,
+    MACs, other element operations, parameters and bytes moved."""
+    ops: dict[str, dict[str, int]] = {}
+    for op in prog.ops:
+        key = f"{op.kind} {op.fn}".strip() + (" (view)" if prog.is_view(op) else "")
+        row = ops.setdefault(key, {"count": 0, "macs": 0, "operations": 0, "params": 0,
+                                   "bytes": 0})  # fmt: skip
+        for k, v in (("count", 1), ("macs", prog.macs(op)), ("operations", prog.operations(op)),
+                     ("params", prog.params(op)), ("bytes", prog.bytes(op, bits))):  # fmt: skip
+            row[k] += v
+    acts = sum(t.elements for t in prog.tensors.values() if t.role in ("input", "activation"))
+    return {
+        "name": prog.name,
+        "layers": len(prog.ops),
+        "operators": ops,
+        "total_macs": prog.macs(),
+        "total_params": prog.params(),
+        "param_bytes": prog.params() * bits // 8,
+        "activation_bytes": acts * bits // 8,
+        "cache_bytes": sum(t.elements for t in prog.tensors.values() if t.role == "cache")
+        * bits // 8,
     }
 
 
@@ -186,7 +214,8 @@ def _describe(args: argparse.Namespace, kind: str) -> int:
     print(f"{info['name']}: {info['layers']} layers")
     print(tabulate(rows, headers="keys", intfmt=","))
     print(tabulate([(k.replace("_", " "), v) for k, v in info.items()
-                    if k.startswith(("total", "param_", "activation"))], intfmt=","))  # fmt: skip
+                    if k.startswith(("total", "param_", "activation", "cache"))],
+                   intfmt=","))  # fmt: skip
     return 0
 
 

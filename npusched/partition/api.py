@@ -34,17 +34,24 @@ from npusched.partition.schemes import (
 from npusched.problem import Accelerator, SchedulingInstance
 from npusched.problem.scheduling.routed import RoutedInstance
 from npusched.workload.network import Network
+from npusched.workload.tensor import TensorProgram
+
+LOOP_NAMES = ("B", "M", "K", "N")
+"""``--s`` of a tensor program: tile lengths of heads, rows, reduction and columns."""
 
 SCHEMES = ("klotski", "stream", "flexer")
 MACHINES = ("routed", "compute-only")
 
 
-def resolve_network(spec: str) -> Network:
-    """A zoo name, a network JSON file, or an ONNX file."""
+def resolve_network(spec: str) -> Any:
+    """The one entry of workloads: a zoo name, a network JSON file, or an ONNX file (a CNN
+    :class:`~npusched.workload.network.Network`, or a
+    :class:`~npusched.workload.tensor.TensorProgram`,
+    :func:`~npusched.io.onnx_tensor.read_workload_onnx`)."""
     if spec.endswith(".onnx"):
-        from npusched.io.onnx_import import read_onnx
+        from npusched.io.onnx_tensor import read_workload_onnx
 
-        return read_onnx(spec)
+        return read_workload_onnx(spec)
     from npusched.workload.zoo import load_network
 
     return load_network(spec)
@@ -120,6 +127,8 @@ def partition_network(
     """
     if machine not in MACHINES:
         raise ValueError(f"unknown machine {machine!r}; choose from {', '.join(MACHINES)}")
+    if isinstance(net, TensorProgram):
+        return _program_instance(net, arch, scheme, s=s, cn=cn, machine=machine, cost=cost)
     tilings, given = scheme_tilings(net, arch, scheme, s=s, cn=cn, tiles=tiles, align=align)
     ranks = None
     if scheme == "flexer":
@@ -157,3 +166,30 @@ def partition_network(
         if "memory holds" not in str(err):
             raise
         raise ValueError(f"{err}; cut finer with {FINER[scheme]}") from None
+
+
+def _program_instance(prog: TensorProgram, arch: Arch, scheme: str, *,
+                      s: tuple[int, int, int, int] | None, cn: Mapping[str, int] | None,
+                      machine: str, cost: str | CostModel) -> RoutedInstance:  # fmt: skip
+    """:func:`partition_network` of a tensor program (:mod:`npusched.partition.tensor`): the
+    ``stream`` scheme's CNs along the rows (``cn``: ``{"M": rows}``), or the ``klotski``
+    scheme's tiles ``s = (B, M, K, N)``; on the routed machine only."""
+    from npusched.partition.tensor import tensor_instance, tile_lengths
+
+    if machine != "routed":
+        raise ValueError("tensor programs are partitioned on the routed machine only")
+    given = dict(zip(LOOP_NAMES, s, strict=True)) if s is not None else cn
+    tiles = tile_lengths(prog, arch, scheme, given)
+    model = machine_cost_model(machine, cost, arch)
+    source: dict[str, Any] = {"scheme": scheme, "arch": arch.name, "tiles": tiles,
+                              "network": prog.name, "macs": prog.macs(),
+                              "elem_bytes": max(1, round(arch.element_bytes)),
+                              "machine": machine, "cost": model.name}  # fmt: skip
+    name = f"{prog.name}_{arch.name}_{scheme}"
+    try:
+        return tensor_instance(prog, arch, tiles, model, name, source)
+    except ValueError as err:  # a μop whose data alone exceeds a core's memory: say how to cut
+        if "memory holds" not in str(err):
+            raise
+        hint = "--cn M=ROWS with fewer rows" if scheme == "stream" else "smaller --s B,M,K,N"
+        raise ValueError(f"{err}; cut finer: {hint}") from None

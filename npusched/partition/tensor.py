@@ -1,0 +1,307 @@
+"""Partitions of tensor programs (:class:`~npusched.workload.tensor.TensorProgram`): every op cut
+into μops along its loops, with the dependencies, costs and DRAM operands of the routed machine,
+the same :class:`~npusched.problem.scheduling.routed.RoutedInstance` a CNN partition gives.
+
+**Loops.** An op's output ``[b…, M, N]`` is its iteration space: ``B`` each leading (batch,
+heads) dimension, ``M`` the rows (tokens), ``N`` the columns (features); ``gemm`` and ``matmul``
+add the reduction ``K``. A tiling gives each loop a tile length (:func:`tile_lengths`):
+
+- ``stream`` (Stream's CNs, fused along tokens): ``M`` cut into ``--cn M=R`` rows (default: the
+  rows shared out over the compute cores), every op of the program alike, so that row block
+  ``i`` of one op feeds row block ``i`` of the next; ``N`` (``--cn N=C``) and ``B`` may be cut
+  too, never ``K``. Without ``N``, each op's columns are halved until one μop's operands and
+  output take at most :data:`MEMORY_SHARE` of the largest core memory (:func:`fitting_columns`:
+  a LLaMA MLP's 4 096 × 14 336 weights are cut into column blocks, as Stream's inter-core
+  tiling cuts them over the cores);
+- ``klotski`` (μtensors): ``--s B,M,K,N`` tiles heads, rows, reduction and columns (the CNN's
+  ``h, w, ic, oc`` in that order); the ``K`` chunks of a ``gemm``/``matmul`` form a chain that
+  carries partial sums (Klotski §III-B), and the last chunk writes the output.
+
+``softmax``, ``layernorm`` and ``rmsnorm`` reduce over ``N``, which they never cut.
+
+**Dependencies.** A μop reads, of each operand, the box its loops index (broadcast dimensions
+read index 0; ``trans_b`` swaps the last two; a ``transpose`` reads its output box permuted
+back; a ``slice`` the box shifted by its offset; a ``reshape`` reads the bounding box of its
+output box's elements in the input, exact where rows stay whole). Its producers are the μops
+whose output boxes overlap it, and an edge carries the overlap, in bytes. Program inputs,
+weights and caches are DRAM tensors, one per distinct box read. A view
+(:meth:`~npusched.workload.tensor.TensorProgram.is_view`) makes no μops: its readers read
+through it.
+
+**Costs.** A μop is the cost models' :class:`~npusched.costmodel.TileShape`: a ``gemm`` or
+``matmul`` tile ``(b, m, k, n)`` a 1 × 1 convolution of ``n`` outputs over ``k`` inputs at
+``b × m`` positions (its MACs exact; a batched ``matmul`` tile over several heads counts one
+head's second operand as its weights, an approximation); the other ops an element-wise ``add``
+over ``b × m × n`` that reads its inputs :data:`~npusched.workload.tensor.PASSES` times.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from npusched.arch.model import Arch
+from npusched.costmodel import CostModel, TileShape
+from npusched.costmodel.shape import psum_bytes
+from npusched.partition.costs import core_kinds
+from npusched.problem import Accelerator, SchedulingInstance, UopGraph
+from npusched.problem.scheduling.machine import capacities, machine_topology
+from npusched.problem.scheduling.routed import DramTensor, RoutedInstance
+from npusched.workload.tensor import PASSES, TensorOp, TensorProgram
+
+LOOPS = ("B", "M", "K", "N")
+MEMORY_SHARE = 0.25
+"""Of the largest core memory, what one stream CN's operands and output may take when the
+columns are cut automatically (the rest for the copies of its neighbours, double buffering)."""
+Box = tuple[tuple[int, int], ...]
+
+
+def tile_lengths(prog: TensorProgram, arch: Arch, scheme: str,
+                 tiles: Mapping[str, int] | None) -> dict[str, int]:  # fmt: skip
+    """The tile length of each loop (:data:`LOOPS`; 0: whole) under ``scheme`` (module
+    docstring)."""
+    tiles = {k.upper(): int(v) for k, v in (tiles or {}).items()}
+    bad = set(tiles) - set(LOOPS)
+    if bad or any(v < 1 for v in tiles.values()):
+        raise ValueError(f"tensor-program tiles name loops {', '.join(LOOPS)} with lengths "
+                         f">= 1; got {dict(tiles)}")  # fmt: skip
+    if scheme == "stream":
+        if "K" in tiles:
+            raise ValueError("stream CNs of a tensor program cut outer loops: --cn M=ROWS,N=COLS"
+                             " (and B), not the reduction K")  # fmt: skip
+        rows = max(prog.tensors[op.output].shape[-2] if len(prog.tensors[op.output].shape) > 1
+                   else 1 for op in prog.ops)  # fmt: skip
+        return {"M": -(-rows // arch.m), **tiles}
+    if scheme == "klotski":
+        if set(tiles) != set(LOOPS):
+            raise ValueError("the klotski scheme of a tensor program needs --s B,M,K,N")
+        return tiles
+    raise ValueError(f"tensor programs are cut by the stream or klotski scheme, not {scheme!r}")
+
+
+def fitting_columns(prog: TensorProgram, op: TensorOp, rows: int, budget: float,
+                    elem: int) -> int:  # fmt: skip
+    """The columns of one CN of ``op`` at ``rows`` rows: ``N`` halved (rounded up) until the
+    CN's operands and output, ``elem`` bytes each, fit ``budget`` bytes (1 at the least)."""
+    shape = prog.tensors[op.output].shape
+    n, k = shape[-1], prog.tensors[op.inputs[0]].shape[-1]
+    rows = min(rows, shape[-2]) if len(shape) > 1 else 1
+    if op.kind in ("softmax", "layernorm", "rmsnorm"):
+        return n
+    while n > 1:
+        if op.kind in ("gemm", "matmul"):
+            need = rows * k + k * n + rows * n
+        else:
+            need = rows * n * (len(op.inputs) + 1)
+        if need * elem <= budget:
+            break
+        n = -(-n // 2)
+    return n
+
+
+def _chunks(size: int, length: int) -> list[tuple[int, int]]:
+    length = size if length <= 0 else min(length, size)
+    return [(a, min(a + length, size)) for a in range(0, size, length)]
+
+
+class _Cut:
+    """One op's μops: the chunks of each loop, and μop ids in loop order ``(b…, m, n, k)``."""
+
+    def __init__(self, prog: TensorProgram, op: TensorOp, tiles: Mapping[str, int],
+                 first: int) -> None:  # fmt: skip
+        out = prog.tensors[op.output].shape
+        self.rank = len(out)
+        whole_n = op.kind in ("softmax", "layernorm", "rmsnorm")
+        lead = [_chunks(s, tiles.get("B", 0)) for s in out[:-2]]
+        m = _chunks(out[-2], tiles.get("M", 0)) if self.rank > 1 else []
+        n = _chunks(out[-1], 0 if whole_n else tiles.get("N", tiles.get("auto_n", 0)))
+        self.out_chunks = [*lead, *([m] if self.rank > 1 else []), n]
+        kdim = prog.tensors[op.inputs[0]].shape[-1] if op.kind in ("gemm", "matmul") else 1
+        self.k = _chunks(kdim, tiles.get("K", 0)) if op.kind in ("gemm", "matmul") else [(0, 1)]
+        self.grid = tuple(len(c) for c in self.out_chunks)
+        self.first = first
+        self.n = math.prod(self.grid) * len(self.k)
+
+    def uop(self, cell: tuple[int, ...], j: int) -> int:
+        """The μop of output cell ``cell`` and reduction chunk ``j``."""
+        return self.first + int(np.ravel_multi_index(cell, self.grid)) * len(self.k) + j
+
+    def cells(self) -> Any:
+        return itertools.product(*(range(g) for g in self.grid))
+
+    def box(self, cell: tuple[int, ...]) -> Box:
+        return tuple(self.out_chunks[d][c] for d, c in enumerate(cell))
+
+
+def _operand_box(prog: TensorProgram, op: TensorOp, k: int, out: Box,
+                 red: tuple[int, int]) -> Box:  # fmt: skip
+    """The box of ``op``'s operand ``k`` that the μop of output box ``out`` and reduction chunk
+    ``red`` reads (module docstring)."""
+    shape = prog.tensors[op.inputs[k]].shape
+    if op.kind in ("gemm", "matmul"):
+        lead = out[:-2]
+        if k == 0:
+            inner: Box = (out[-2], red)
+        else:
+            inner = (out[-1], red) if op.trans_b else (red, out[-1])
+        return (*_aligned(lead, shape[:-2]), *inner)
+    if op.kind == "transpose":
+        return _unpermuted(op.perm, out)
+    return tuple(_aligned(out, shape))
+
+
+def _unpermuted(perm: tuple[int, ...], box: Box) -> Box:
+    """The input box of a transpose's output ``box`` (output dimension ``i`` is input
+    dimension ``perm[i]``)."""
+    back = [(0, 0)] * len(box)
+    for i, p in enumerate(perm):
+        back[p] = box[i]
+    return tuple(back)
+
+
+def _aligned(box: Box, shape: tuple[int, ...]) -> list[tuple[int, int]]:
+    """``box`` read by an operand of ``shape``, aligned from the right (numpy broadcasting:
+    a dimension of size 1 reads index 0)."""
+    box = box[len(box) - len(shape):] if len(shape) <= len(box) else box
+    return [(0, 1) if s == 1 else r for r, s in zip(box, shape[len(shape) - len(box):],
+                                                   strict=True)]  # fmt: skip
+
+
+def _through_views(prog: TensorProgram, producer: dict[str, TensorOp], name: str,
+                   box: Box) -> tuple[str, Box]:  # fmt: skip
+    """Follow ``name`` back through views to the tensor that holds the data, its box mapped."""
+    while name in producer and prog.is_view(producer[name]):
+        op = producer[name]
+        src = prog.tensors[op.inputs[0]].shape
+        if op.kind == "transpose":
+            box = _unpermuted(op.perm, box)
+        elif op.kind == "slice":
+            box = tuple((a + o, b + o) for (a, b), o in zip(box, op.offset, strict=True))
+        else:
+            box = _bounding(box, prog.tensors[op.output].shape, src)
+        name = op.inputs[0]
+    return name, box
+
+
+def _bounding(box: Box, shape: tuple[int, ...], src: tuple[int, ...]) -> Box:
+    """The bounding box in ``src`` of the elements of ``box`` in ``shape`` (row-major)."""
+    lo = int(np.ravel_multi_index(tuple(a for a, _ in box), shape))
+    hi = int(np.ravel_multi_index(tuple(b - 1 for _, b in box), shape))
+    a, b = np.unravel_index(lo, src), np.unravel_index(hi, src)
+    out, whole = [], False
+    for d, s in enumerate(src):
+        if whole:
+            out.append((0, s))
+        else:
+            out.append((int(a[d]), int(b[d]) + 1))
+            whole = a[d] != b[d]
+    return tuple(out)
+
+
+def _overlap(a: Box, b: Box) -> int:
+    return math.prod(max(0, min(x1, y1) - max(x0, y0)) for (x0, x1), (y0, y1) in
+                     zip(a, b, strict=True))  # fmt: skip
+
+
+def _producers(cut: _Cut, box: Box) -> Any:
+    """Cells of ``cut`` whose output boxes overlap ``box``."""
+    ranges = []
+    for d, chunks in enumerate(cut.out_chunks):
+        lo, hi = box[d]
+        ranges.append([c for c, (a, b) in enumerate(chunks) if a < hi and b > lo])
+    return itertools.product(*ranges)
+
+
+def _shape(prog: TensorProgram, op: TensorOp, out: Box, red: tuple[int, int]) -> TileShape:
+    b = math.prod(y - x for x, y in out[:-2]) if len(out) > 2 else 1
+    m = out[-2][1] - out[-2][0] if len(out) > 1 else 1
+    n = out[-1][1] - out[-1][0]
+    if op.kind in ("gemm", "matmul"):
+        return TileShape("conv", n, red[1] - red[0], b, m)
+    return TileShape("add", n, 1, b, m, inputs=len(op.inputs) * PASSES[op.kind])
+
+
+def tensor_instance(prog: TensorProgram, arch: Arch, tiles: Mapping[str, int], model: CostModel,
+                    name: str, source: dict[str, Any]) -> RoutedInstance:  # fmt: skip
+    """The routed instance of ``prog`` cut by ``tiles`` on ``arch`` (module docstring)."""
+    elem = max(1, round(arch.element_bytes))
+    psum = psum_bytes(elem)
+    producer = {op.output: op for op in prog.ops}
+    cuts: dict[str, _Cut] = {}
+    n = 0
+    budget = MEMORY_SHARE * float(max(capacities(arch)))
+    for op in prog.ops:
+        if not prog.is_view(op):
+            auto = {} if "N" in tiles or "K" in tiles else {
+                "auto_n": fitting_columns(prog, op, tiles.get("M", 0) or 1 << 62, budget, elem)}
+            cuts[op.name] = _Cut(prog, op, {**tiles, **auto}, n)
+            n += cuts[op.name].n
+    src: list[int] = []
+    dst: list[int] = []
+    byt: list[int] = []
+    layer = np.zeros(n, dtype=np.int64)
+    output = np.zeros(n, dtype=np.int64)
+    shapes: list[TileShape] = [TileShape("add", 1)] * n
+    dram: dict[tuple[str, Box], list[int]] = {}
+    for li, op in enumerate(prog.ops):
+        if op.name not in cuts:
+            continue
+        cut = cuts[op.name]
+        for cell in cut.cells():
+            out = cut.box(cell)
+            for j, red in enumerate(cut.k):
+                u = cut.uop(cell, j)
+                layer[u] = li
+                shapes[u] = _shape(prog, op, out, red)
+                size = math.prod(b - a for a, b in out)
+                output[u] = size * (elem if j == len(cut.k) - 1 else psum)
+                if j > 0:  # the partial sums of the chunk before
+                    _edge(src, dst, byt, u - 1, u, size * psum)
+                for k, x in enumerate(op.inputs):
+                    holder, box = _through_views(prog, producer, x,
+                                                 _operand_box(prog, op, k, out, red))
+                    if holder not in producer:  # an input, weight or cache: in DRAM
+                        dram.setdefault((holder, box), []).append(u)
+                        continue
+                    pc = cuts[producer[holder].name]
+                    for pcell in _producers(pc, box):
+                        _edge(src, dst, byt, pc.uop(pcell, len(pc.k) - 1), u,
+                              _overlap(pc.box(pcell), box) * elem)
+                if op.bias:
+                    dram.setdefault((op.bias, (out[-1],)), []).append(u)
+                for p in op.inputs[1:] if op.kind in ("layernorm", "rmsnorm") else ():
+                    dram.setdefault((p, (out[-1],)), []).append(u)
+    latency = _latencies(shapes, arch, model)
+    graph = UopGraph(latency[:, 0], np.array(src, np.int64), np.array(dst, np.int64),
+                     np.array(byt, np.int64))  # fmt: skip
+    identical = bool((latency == latency[:, :1]).all())
+    base = SchedulingInstance(graph, Accelerator.from_arch(arch), None if identical else latency,
+                              name, source=source)  # fmt: skip
+    tensors = tuple(DramTensor(f"{t}{list(box)}", math.prod(b - a for a, b in box) * elem,
+                               np.array(us)) for (t, box), us in dram.items())  # fmt: skip
+    return RoutedInstance(base, machine_topology(arch), dram=tensors, data_unit="bytes",
+                          capacity=capacities(arch), layer=layer, output=output)  # fmt: skip
+
+
+def _edge(src: list[int], dst: list[int], byt: list[int], a: int, b: int, data: int) -> None:
+    src.append(a)
+    dst.append(b)
+    byt.append(data)
+
+
+def _latencies(shapes: list[TileShape], arch: Arch, model: CostModel) -> np.ndarray:
+    """``(n, m)`` cycles: one cost-model call per distinct tile shape and core kind."""
+    kinds, of = core_kinds(arch.cores)
+    cache: dict[tuple[Any, int], int] = {}
+    out = np.empty((len(shapes), len(kinds)), dtype=np.int64)
+    for i, s in enumerate(shapes):
+        for k, core in enumerate(kinds):
+            key = (s.key(), k)
+            if key not in cache:
+                cache[key] = int(model.latency(s, core))
+            out[i, k] = cache[key]
+    return out[:, of]

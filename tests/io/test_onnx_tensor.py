@@ -1,0 +1,100 @@
+"""ONNX import of tensor programs (npusched.io.onnx_tensor): Stream's transformer workloads and
+a block exported by torch, counted by hand; CNNs still import as networks; bad graphs."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+import torch
+from conftest import SHARED, needs_shared
+from onnx import TensorProto, helper
+
+from npusched.common.errors import InputError
+from npusched.io.onnx_tensor import read_workload_onnx
+from npusched.workload.network import Network
+from npusched.workload.tensor import TensorProgram
+
+WL = SHARED / "stream-oss" / "workload"
+
+
+@needs_shared
+def test_attention_head_with_weights_as_inputs():
+    prog = read_workload_onnx(WL / "attention_head.onnx")
+    assert isinstance(prog, TensorProgram)
+    roles = {t.name: t.role for t in prog.tensors.values() if t.role != "activation"}
+    assert roles == {"I": "input", "wQ": "weight", "wK": "weight", "wV": "weight"}
+    kinds = [op.kind for op in prog.ops]
+    assert kinds == ["gemm", "gemm", "gemm", "matmul", "softmax", "matmul"]  # Kt folded
+    assert prog.ops[3].trans_b
+    t, d, dh = 128, 512, 64
+    assert prog.macs() == 3 * t * d * dh + 2 * t * t * dh
+    assert prog.params() == 3 * d * dh
+
+
+@needs_shared
+@pytest.mark.parametrize(("m", "k", "n"), [(1, 16, 32), (64, 128, 256), (256, 4096, 14336)])
+def test_swiglu_with_initializers_declared_without_data(m, k, n):
+    prog = read_workload_onnx(WL / f"swiglu_{m}_{k}_{n}.onnx")
+    assert [f"{op.kind} {op.fn}".strip() for op in prog.ops] == [
+        "gemm", "gemm", "eltwise silu", "eltwise mul", "gemm"]
+    assert prog.macs() == 3 * m * k * n and prog.params() == 3 * k * n
+
+
+@needs_shared
+def test_a_cnn_still_imports_as_a_network():
+    assert isinstance(read_workload_onnx(WL / "2conv_1_8_32_32_16_32_3.onnx"), Network)
+
+
+class _Block(torch.nn.Module):
+    """A pre-norm transformer block, as torch exports it."""
+
+    def __init__(self, d: int = 32, h: int = 4, ff: int = 64) -> None:
+        super().__init__()
+        self.h, self.dh = h, d // h
+        self.ln, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.qkv, self.o = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.f1, self.f2 = torch.nn.Linear(d, ff), torch.nn.Linear(ff, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t, d = x.shape
+        q, k, v = (z.reshape(t, self.h, self.dh).transpose(0, 1)
+                   for z in self.qkv(self.ln(x)).split(d, dim=-1))
+        a = torch.softmax(q @ k.transpose(-1, -2) / self.dh ** 0.5, dim=-1)
+        x = x + self.o((a @ v).transpose(0, 1).reshape(t, d))
+        return x + self.f2(torch.nn.functional.gelu(self.f1(self.ln2(x))))
+
+
+def test_a_block_exported_by_torch(tmp_path):
+    t, d, h, ff = 16, 32, 4, 64
+    path = tmp_path / "block.onnx"
+    torch.onnx.export(_Block(d, h, ff).eval(), (torch.randn(t, d),), str(path), dynamo=False,
+                      opset_version=17)
+    prog = read_workload_onnx(path)
+    linear = t * d * 3 * d + t * d * d + 2 * t * d * ff
+    assert prog.macs() == linear + 2 * h * t * t * (d // h)
+    model = _Block(d, h, ff)
+    assert prog.params() == sum(p.numel() for p in model.parameters())
+    kinds = {op.kind for op in prog.ops}
+    assert {"layernorm", "gemm", "matmul", "softmax", "slice", "transpose"} <= kinds
+
+
+def _model(nodes, inputs, outputs, inits=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_bad_graphs_name_the_node(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])
+    bad = _model([helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=0)], [x], [y])
+    path = tmp_path / "bad.onnx"
+    onnx.save(bad, str(path))
+    with pytest.raises(InputError, match=r"node sm \(Softmax\).*axis 0"):
+        read_workload_onnx(path)
+    odd = _model([helper.make_node("Hardmax", ["x"], ["y"], name="hm")], [x], [y])
+    onnx.save(odd, str(path))
+    with pytest.raises(InputError, match=r"node hm \(Hardmax\): operator not supported"):
+        read_workload_onnx(path)
+    path.write_bytes(b"not onnx")
+    with pytest.raises(InputError, match="not a readable ONNX model"):
+        read_workload_onnx(path)

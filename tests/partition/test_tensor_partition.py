@@ -1,0 +1,114 @@
+"""Partitions of tensor programs (npusched.partition.tensor): every μop reads exactly the data
+of its operands' boxes, partial sums chain, weights tile into DRAM tensors, and every schedule
+verifies."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from conftest import SHARED, needs_shared
+
+from npusched.arch import load_arch
+from npusched.methods import solve
+from npusched.partition.api import partition_network, resolve_network
+from npusched.partition.tensor import fitting_columns
+from npusched.verify import check
+from npusched.workload.tensor import Tensor, TensorOp, TensorProgram
+
+
+def _mlp(t: int = 24, d: int = 32, ff: int = 48) -> TensorProgram:
+    """SwiGLU after an RMSNorm, with a residual: every kind a transformer MLP has."""
+    T = {"x": Tensor("x", ("tokens", "features"), (t, d), "input"),
+         "g": Tensor("g", ("features",), (d,), "weight"),
+         "w1": Tensor("w1", ("in", "out"), (d, ff), "weight"),
+         "w2": Tensor("w2", ("in", "out"), (d, ff), "weight"),
+         "w3": Tensor("w3", ("in", "out"), (ff, d), "weight")}
+    for name, f in (("n", d), ("a", ff), ("b", ff), ("s", ff), ("h", ff), ("o", d), ("y", d)):
+        T[name] = Tensor(name, ("tokens", "features"), (t, f))
+    ops = (TensorOp("norm", "rmsnorm", ("x", "g"), "n"),
+           TensorOp("up", "gemm", ("n", "w1"), "a"), TensorOp("gate", "gemm", ("n", "w2"), "b"),
+           TensorOp("silu", "eltwise", ("a",), "s", fn="silu"),
+           TensorOp("mul", "eltwise", ("s", "b"), "h", fn="mul"),
+           TensorOp("down", "gemm", ("h", "w3"), "o"),
+           TensorOp("res", "eltwise", ("o", "x"), "y", fn="add"))
+    return TensorProgram("mlp", T, ops)
+
+
+@pytest.mark.parametrize(("scheme", "kw"), [("stream", {}), ("stream", {"cn": {"M": 5, "N": 16}}),
+                                            ("klotski", {"s": (1, 7, 12, 20)})])
+def test_every_uop_reads_its_operand_boxes_exactly(scheme, kw):
+    prog = _mlp()
+    arch = load_arch("stream-hetero")
+    inst = partition_network(prog, arch, scheme, **kw)
+    g, elem = inst.graph, max(1, round(arch.element_bytes))
+    layer = np.asarray(inst.layer)
+    names = [op.name for op in prog.ops]
+    # the output tiles of the last K chunks cover each activation exactly once
+    for li, op in enumerate(prog.ops):
+        mine = np.flatnonzero(layer == li)
+        last = [u for u in mine if not np.any((g.src == u) & (layer[g.dst] == li))]
+        assert sum(int(inst.output_data[u]) for u in last) == (
+            prog.tensors[op.output].elements * elem)
+    # a consumer reads, of each producer, as many bytes as all its μops' operand boxes hold
+    up, down = names.index("up"), names.index("down")
+    into_down = (layer[g.src] == names.index("mul")) & (layer[g.dst] == down)
+    t, ff = 24, 48
+    k_chunks = -(-ff // kw["s"][2]) if scheme == "klotski" else 1
+    m_chunks = -(-t // inst.source["tiles"]["M"])
+    n_chunks = int((layer == down).sum()) // (k_chunks * m_chunks)
+    # each row block of h is read once per column block of down
+    assert int(g.bytes[into_down].sum()) == t * ff * elem * n_chunks
+    # partial sums chain within a gemm when K is cut
+    chain = (layer[g.src] == up) & (layer[g.dst] == up)
+    assert bool(chain.any()) == (scheme == "klotski")
+    # the weight tiles in DRAM make up each weight once
+    w1 = [d for d in inst.dram if d.name.startswith("w1[")]
+    assert sum(d.data for d in w1) == 32 * 48 * elem
+    res = solve(inst, "list")
+    assert check(inst, res.solution).ok
+    assert inst.source["macs"] == prog.macs()
+
+
+def test_a_short_exact_solve_verifies():
+    inst = partition_network(_mlp(8, 16, 16), load_arch("stream-hetero"), "stream")
+    res = solve(inst, "joint", time_limit=10, threads=2, seed=0)
+    assert check(inst, res.solution).ok and res.bound is not None
+    assert res.objective <= solve(inst, "list").objective
+
+
+def test_columns_are_cut_until_a_cn_fits():
+    prog = _mlp(16, 4096, 14336)
+    up = prog.ops[1]
+    n = fitting_columns(prog, up, 4, 2 ** 21 * 0.25, 1)
+    assert (4 * 4096 + 4096 * n + 4 * n) <= 2 ** 19 < (4 * 4096 + 4096 * 2 * n + 8 * n)
+
+
+def test_bad_tiles_say_which():
+    prog, arch = _mlp(), load_arch("stream-hetero")
+    with pytest.raises(ValueError, match="not the reduction K"):
+        partition_network(prog, arch, "stream", cn={"K": 4})
+    with pytest.raises(ValueError, match="needs --s B,M,K,N"):
+        partition_network(prog, arch, "klotski")
+    with pytest.raises(ValueError, match="stream or klotski"):
+        partition_network(prog, arch, "flexer", tiles=(1, 1, 1, 1))
+    with pytest.raises(ValueError, match="cut finer"):
+        partition_network(_mlp(512, 4096, 8192), arch, "stream", cn={"M": 512, "N": 8192})
+
+
+@needs_shared
+def test_stream_attention_on_stream_hardware_verifies():
+    prog = resolve_network(str(SHARED / "stream-oss" / "workload" / "attention_head.onnx"))
+    arch = load_arch(SHARED / "stream-oss" / "hardware" / "tpu_like_quad_core.yaml")
+    inst = partition_network(prog, arch, "stream")
+    res = solve(inst, "list")
+    assert check(inst, res.solution).ok
+    # Q·Kᵀ of a row block reads all of K: each of its μops depends on every K μop
+    layer, g = np.asarray(inst.layer), inst.graph
+    kcount = int((layer == 1).sum())
+    qk = np.flatnonzero(layer == 3)
+    for u in qk:
+        assert int(((g.dst == u) & (layer[g.src] == 1)).sum()) == kcount
+    assert math.isclose(sum(int(d.data) for d in inst.dram if d.name.startswith("wQ")),
+                        512 * 64 * max(1, round(arch.element_bytes)))
