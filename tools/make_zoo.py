@@ -1,4 +1,5 @@
-"""Write the network zoo, ``npusched/workload/zoo/*.json`` (``npusched/network/v1``).
+"""Write the network zoo, ``npusched/workload/zoo/*.json`` (``npusched/network/v1``; the
+transformer layers ``npusched/tensor-program/v1``).
 
 One builder a network, each following a published layout layer by layer; the ``source`` of every
 file cites the paper and the layout, the published MAC and parameter figures that
@@ -30,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from npusched.workload import INPUT, Layer, Network
+from npusched.workload.tensor import TensorProgram
+from npusched.workload.transformers import encoder_layer, llama_layer
 from npusched.workload.zoo import ZOO_DIR, write_network
 
 CONVENTIONS = (
@@ -750,7 +753,59 @@ def fsrcnn() -> Network:
     return b.build(src)
 
 
-BUILDERS: dict[str, Callable[[], Network]] = {
+def _transformer_source(paper: str, config: str, published: dict[str, Any]) -> dict[str, Any]:
+    return {"paper": paper, "config": config, "published": published,
+            "conventions": "One layer at batch 1 (npusched.workload.transformers): no causal "
+                           "mask, no rotary embedding, no dropout; the score scaling is one "
+                           "element-wise pass."}  # fmt: skip
+
+
+_BERT = _transformer_source(
+    "Devlin et al., BERT, NAACL 2019, Sec. 3 (BERT-base: L=12, H=768, A=12, 4H feed-forward)",
+    "post-norm encoder layer", {"params_total": 109_482_240, "where": "the 12 layers, the "
+                                "embeddings (30 522 + 512 + 2) x 768 with their LayerNorm and "
+                                "the 768 x 768 pooler; HuggingFace bert-base-uncased "
+                                "num_parameters()"})  # fmt: skip
+_LLAMA = _transformer_source(
+    "Grattafiori et al., The Llama 3 Herd of Models, 2024, Table 3 (8B: 32 layers, d=4096, "
+    "FFN 14 336, 32 heads, 8 key/value heads)", "decoder layer: RMSNorm, GQA, SwiGLU",
+    {"params_total": 8_030_261_248, "where": "32 layers, the 128 256 x 4096 embedding and "
+     "output matrices (untied) and the final RMSNorm: 8.03 B as published"})  # fmt: skip
+
+
+def bert_base_128() -> TensorProgram:
+    return encoder_layer("bert-base-128", 128, 768, 12, 3072, source=_BERT)
+
+
+def bert_base_512() -> TensorProgram:
+    return encoder_layer("bert-base-512", 512, 768, 12, 3072, source=_BERT)
+
+
+def vit_b16() -> TensorProgram:
+    src = _transformer_source(
+        "Dosovitskiy et al., An Image is Worth 16x16 Words, ICLR 2021, Table 1 (ViT-Base: 12 "
+        "layers, D=768, MLP 3072, 12 heads; 224 x 224 in 16 x 16 patches: 196 + 1 tokens)",
+        "pre-norm encoder block", {"params_total": 86_000_000, "rounding": 1_000_000,
+                                   "where": "Table 1: 86M"})  # fmt: skip
+    return encoder_layer("vit-b16", 197, 768, 12, 3072, pre_norm=True, source=src)
+
+
+def gpt2_small() -> TensorProgram:
+    src = _transformer_source(
+        "Radford et al., Language Models are Unsupervised Multitask Learners, 2019, Table 2 "
+        "(117M: 12 layers, d=768; context 1024 tokens)", "pre-norm decoder block at 1024 tokens",
+        {"params_total": 124_439_808, "where": "12 blocks, the 50 257 x 768 token and 1024 x 768 "
+         "position embeddings (tied output) and the final LayerNorm; HuggingFace gpt2 "
+         "num_parameters()"})  # fmt: skip
+    return encoder_layer("gpt2-small", 1024, 768, 12, 3072, pre_norm=True, source=src)
+
+
+def _llama(tokens: int, cache: int = 0) -> TensorProgram:
+    name = f"llama3-8b-decode-{cache}" if cache else f"llama3-8b-prefill-{tokens}"
+    return llama_layer(name, tokens, cache=cache, source=_LLAMA)
+
+
+BUILDERS: dict[str, Callable[[], Network | TensorProgram]] = {
     # resnet18 first: other work depends on it
     "resnet18": resnet18,
     "resnet50": resnet50,
@@ -764,6 +819,14 @@ BUILDERS: dict[str, Callable[[], Network]] = {
     "yolov2": yolov2,
     "tinyyolo": tinyyolo,
     "fsrcnn": fsrcnn,
+    "bert-base-128": bert_base_128,
+    "bert-base-512": bert_base_512,
+    "vit-b16": vit_b16,
+    "gpt2-small": gpt2_small,
+    "llama3-8b-prefill-256": lambda: _llama(256),
+    "llama3-8b-prefill-1024": lambda: _llama(1024),
+    "llama3-8b-prefill-4096": lambda: _llama(4096),
+    "llama3-8b-decode-4096": lambda: _llama(1, 4096),
 }
 
 
@@ -771,8 +834,9 @@ def main(names: list[str], out: Path = ZOO_DIR) -> None:
     for name in names or list(BUILDERS):
         net = BUILDERS[name]()
         write_network(net, out / f"{name}.json")
+        count = len(net.ops) if isinstance(net, TensorProgram) else len(net.layers)
         print(
-            f"{name:12s} {len(net.layers):4d} layers  {net.macs() / 1e9:8.3f} GMACs  "
+            f"{name:12s} {count:4d} layers  {net.macs() / 1e9:8.3f} GMACs  "
             f"{net.params():12,d} params"
         )
 

@@ -94,7 +94,9 @@ class TensorOp:
                 raise ValueError(f"op {self.name}: fn is one of {', '.join(UNARY + BINARY)}")
             arity = 2 if self.fn in BINARY else 1
         if self.kind in ("layernorm", "rmsnorm"):
-            arity = len(self.inputs) if 2 <= len(self.inputs) <= 3 else -1
+            if not 2 <= len(self.inputs) <= 3:
+                raise ValueError(f"op {self.name}: a norm takes its input and 1 or 2 parameters")
+            arity = len(self.inputs)
         if len(self.inputs) != arity:
             raise ValueError(f"op {self.name}: {self.kind} {self.fn} takes {arity} inputs, "
                              f"got {len(self.inputs)}")  # fmt: skip

@@ -1,4 +1,5 @@
-"""A zoo of real networks (``npusched/network/v1`` JSON files shipped with the package).
+"""A zoo of real networks (``npusched/network/v1`` JSON files shipped with the package) and
+transformer layers (``npusched/tensor-program/v1``, :mod:`npusched.workload.transformers`).
 
 Each file in :data:`ZOO_DIR` holds one network at batch 1 with its published layer shapes; its
 ``source`` cites the paper and the layout followed, the published MAC and parameter figures the
@@ -15,6 +16,8 @@ from npusched.common.errors import InputError
 from npusched.common.jsonio import read_json, validate, write_json
 from npusched.workload.layers import INPUT, Layer, Shape
 from npusched.workload.network import Network
+from npusched.workload.tensor import FORMAT as TENSOR_FORMAT
+from npusched.workload.tensor import TensorProgram
 
 ZOO_DIR = Path(__file__).resolve().with_name("zoo")
 SCHEMA = "network.schema.json"
@@ -64,7 +67,20 @@ def load_network(name_or_path: str | Path) -> Network:
         the field (e.g. ``layers/3/inputs/0``) and the reason.
     """
     path = _zoo_path(name_or_path)
-    return network_from_dict(read_json(path), path)
+    data = read_json(path)
+    if isinstance(data, dict) and data.get("format") == TENSOR_FORMAT:
+        return program_from_dict(data, path)  # type: ignore[return-value]
+    return network_from_dict(data, path)
+
+
+def program_from_dict(data: Any, path: str | Path = "<memory>") -> TensorProgram:
+    """Validate an ``npusched/tensor-program/v1`` object (its schema, then its consistency)
+    and build the :class:`~npusched.workload.tensor.TensorProgram`."""
+    validate(data, "tensor_program.schema.json", path)
+    try:
+        return TensorProgram.from_dict(data)
+    except (ValueError, TypeError) as err:
+        raise InputError(path, "ops", str(err)) from None
 
 
 def network_from_dict(data: Any, path: str | Path = "<memory>") -> Network:
@@ -112,7 +128,7 @@ def network_from_dict(data: Any, path: str | Path = "<memory>") -> Network:
         raise InputError(path, "layers", str(err)) from None
 
 
-def write_network(net: Network, path: str | Path) -> None:
+def write_network(net: Network | TensorProgram, path: str | Path) -> None:
     """Write ``net`` as ``npusched/network/v1`` JSON, atomically.
 
     Parameters

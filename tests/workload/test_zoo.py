@@ -49,6 +49,17 @@ NAMES = [
     "vgg19",
     "yolov2",
 ]
+#: the transformer layers (tensor programs), checked in tests/workload/test_transformers.py
+TRANSFORMERS = [
+    "bert-base-128",
+    "bert-base-512",
+    "gpt2-small",
+    "llama3-8b-decode-4096",
+    "llama3-8b-prefill-1024",
+    "llama3-8b-prefill-256",
+    "llama3-8b-prefill-4096",
+    "vit-b16",
+]
 
 # name: (torchvision _ops in GFLOPS = GMACs, num_params, every conv followed by BatchNorm)
 TORCHVISION: dict[str, tuple[str, int, bool]] = {
@@ -79,7 +90,7 @@ def _bn_params(net: Network) -> int:
 
 @pytest.fixture(scope="module")
 def zoo() -> dict[str, Network]:
-    return {name: load_network(name) for name in list_networks()}
+    return {name: load_network(name) for name in NAMES}
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +103,7 @@ def make_zoo() -> Any:
 
 
 def test_list_networks() -> None:
-    assert list_networks() == NAMES
+    assert list_networks() == sorted(NAMES + TRANSFORMERS)
 
 
 # ---- totals against published figures ---------------------------------------------------------
@@ -373,7 +384,7 @@ def test_file_loads_and_round_trips(zoo: dict[str, Network], name: str, tmp_path
 
 
 def test_files_are_what_make_zoo_writes(make_zoo: Any, tmp_path: Path) -> None:
-    assert sorted(make_zoo.BUILDERS) == NAMES
+    assert sorted(make_zoo.BUILDERS) == sorted(NAMES + TRANSFORMERS)
     make_zoo.main(["resnet18", "fsrcnn"], tmp_path)
     for name in ("resnet18", "fsrcnn"):
         assert (tmp_path / f"{name}.json").read_bytes() == (ZOO_DIR / f"{name}.json").read_bytes()
@@ -458,7 +469,7 @@ def test_bad_json_and_missing_files(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         load_network(tmp_path / "absent.json")
     assert info.value.field == "(file)"
-    with pytest.raises(InputError, match="no such zoo network; choose from fsrcnn") as info:
+    with pytest.raises(InputError, match="no such zoo network; choose from bert-base-128") as info:
         load_network("resnet34")
     assert info.value.field == "(name)"
     with pytest.raises(InputError) as info:
