@@ -138,14 +138,25 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``npusched flexer``: search, verify, print a table or JSON."""
+    """Run ``npusched flexer``: search, verify, print a table or JSON (one per GEMM and
+    matmul of a tensor program, :meth:`~npusched.workload.tensor.TensorProgram.gemm_networks`)."""
+    from npusched.partition.api import resolve_network
+
+    net = resolve_network(args.network)
+    if hasattr(net, "gemm_networks"):  # a tensor program: each GEMM and matmul on its own
+        for one in net.gemm_networks():
+            _run_one(args, one)
+        return 0
+    return _run_one(args, net)
+
+
+def _run_one(args: argparse.Namespace, net: Any) -> int:
+    """``npusched flexer`` on one CNN network."""
     from tabulate import tabulate
 
     from npusched.arch import load_arch
     from npusched.methods.flexer import search_network, verify_choices
-    from npusched.partition.api import resolve_network
 
-    net = resolve_network(args.network)
     arch = load_arch(flexer_arch_name(args.arch))
     if args.max_ops < 0:
         raise ValueError("--max-ops must be >= 0")

@@ -34,7 +34,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="TSO tiling search of a network's convolutions on an NMP (TLE/TLT, tile sizes)",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
     )
-    t.add_argument("--network", required=True, help="zoo name or network .json")
+    t.add_argument("--network", required=True,
+                   help="zoo name, network .json or .onnx (a tensor program: each GEMM)")
     t.add_argument("--arch", required=True, help="architecture name (e.g. tso-nmp-16) or .json")
     t.add_argument(
         "--model",
@@ -76,14 +77,24 @@ def run(args: argparse.Namespace) -> int:
         Unknown architecture, an architecture TSO cannot model, a network without convolutions,
         or ``--exact`` without the exact module.
     """
+    from npusched.partition.api import resolve_network
+
+    net = resolve_network(args.network)
+    if hasattr(net, "gemm_networks"):  # a tensor program: each GEMM and matmul on its own
+        for one in net.gemm_networks():
+            _run_one(args, one)
+        return 0
+    return _run_one(args, net)
+
+
+def _run_one(args: argparse.Namespace, net: Any) -> int:
+    """``npusched tile`` on one CNN network."""
     from tabulate import tabulate
 
     from npusched.arch import load_arch
     from npusched.heuristics.tiling.search import conv_layers
     from npusched.methods.tiling import tile_network
-    from npusched.workload.zoo import load_network
 
-    net = load_network(args.network)
     arch = load_arch(args.arch)
     conv_layers(net)  # a network without convolutions fails before any pool starts
     res = tile_network(

@@ -232,6 +232,27 @@ class TensorProgram:
         names = [*op.inputs, *([op.bias] if op.bias else []), op.output]
         return sum(self.tensors[x].elements for x in names) * bits // 8
 
+    def gemm_networks(self) -> list[Any]:
+        """Each ``gemm`` and ``matmul`` as a one-layer CNN for the per-layer searches (Flexer's
+        OoO scheduler, TSO's tile sizes): a 1 × 1 convolution of ``N`` outputs over ``K``
+        inputs at ``M`` positions of one row (input ``(K, 1, M)``), the same loop nest and MACs
+        per head; a batched matmul is that layer once per head (its ``source["repeat"]``: the
+        product of the batch dimensions), whose second operand the layer reads as weights."""
+        from npusched.workload.layers import INPUT, Layer
+        from npusched.workload.network import Network
+
+        out = []
+        for op in self.ops:
+            if op.kind not in ("gemm", "matmul"):
+                continue
+            shape = self.tensors[op.output].shape
+            k = self.tensors[op.inputs[0]].shape[-1]
+            layer = Layer(op.name, "conv", (INPUT,), out_channels=shape[-1], bias=bool(op.bias))
+            out.append(Network(f"{self.name}.{op.name}", (k, 1, shape[-2]), (layer,),
+                               {"program": self.name, "op": op.name, "kind": op.kind,
+                                "repeat": math.prod(shape[:-2])}))  # fmt: skip
+        return out
+
     # --- JSON -----------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:

@@ -112,3 +112,49 @@ def test_stream_attention_on_stream_hardware_verifies():
         assert int(((g.dst == u) & (layer[g.src] == 1)).sum()) == kcount
     assert math.isclose(sum(int(d.data) for d in inst.dram if d.name.startswith("wQ")),
                         512 * 64 * max(1, round(arch.element_bytes)))
+
+
+def test_zigzag_prices_gemm_eltwise_and_norm_tiles(tmp_path, monkeypatch):
+    monkeypatch.setenv("NPUSCHED_CACHE", str(tmp_path))
+    prog, arch = _mlp(8, 16, 16), load_arch("stream-hetero")
+    z = partition_network(prog, arch, "stream", cost="zigzag")
+    a = partition_network(prog, arch, "stream", cost="analytic")
+    assert z.source["cost"] == "zigzag" and not z.source.get("cost_fallbacks")
+    layer = np.asarray(z.layer)
+    pes = [c.num_pes for c in arch.cores]
+    for li, op in enumerate(prog.ops):
+        for u in np.flatnonzero(layer == li):
+            if op.kind == "gemm":  # no core does more MACs a cycle than it has PEs
+                macs = prog.macs(op) // int((layer == li).sum())
+                assert all(z.duration[u, c] >= -(-macs // pes[c]) for c in range(z.m))
+            assert (z.duration[u] > 0).all() and (a.duration[u] > 0).all()
+    res = solve(z, "list")
+    assert check(z, res.solution).ok
+
+
+def test_gemms_go_through_flexer_and_tso():
+    from npusched.methods.flexer import search_network, verify_choices
+    from npusched.methods.tiling import tile_network
+
+    prog = _mlp(16, 32, 48)
+    nets = prog.gemm_networks()
+    assert [n.name for n in nets] == ["mlp.up", "mlp.gate", "mlp.down"]
+    assert sum(n.macs() for n in nets) == prog.macs()
+    res = search_network(nets[2], load_arch("flexer-arch1"), workers=1, time_limit=30)
+    assert verify_choices(res) == 2  # the OoO and the static schedule, both re-checked
+    row = res.to_json()["layers"][0]
+    assert row["ooo_latency"] >= row["latency_bound"]
+    tso = tile_network(nets[0], load_arch("tso-nmp-8"), workers=1)
+    assert tso.results[0].status.value == "optimal"
+
+
+@needs_shared
+def test_flexer_and_tile_commands_take_a_tensor_program():
+    from conftest import run_cli
+
+    onnx = SHARED / "stream-oss" / "workload" / "swiglu_64_128_256.onnx"
+    out = run_cli("flexer", "--network", onnx, "--arch", "arch1", "--workers", "1")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("schedules verified") == 3
+    out = run_cli("tile", "--network", onnx, "--arch", "tso-nmp-8", "--workers", "1")
+    assert out.returncode == 0 and out.stdout.count("TSO-burst") == 3

@@ -18,7 +18,9 @@ from ``t`` on, plus the new data, stays within ``c``'s capacity. Closing a lifet
 the profile, so every schedule returned keeps every core within its capacity at every instant.
 
 A candidate whose data cannot fit, however late, is set aside and the next one is tried (placing
-another may end lifetimes).
+another may end lifetimes), up to :data:`LOOKAHEAD` candidates a step: a pool of thousands of
+ready μops that do not fit (a GEMM cut into column blocks that all wait for their weights) would
+otherwise be scanned whole at every step, quadratic in μops.
 
 **Eviction.** When no ready candidate fits, the best one (by the priority) makes room on its core
 by evicting data that still has consumers to come, first in first out (by allocation), weights
@@ -103,6 +105,9 @@ from npusched.problem.scheduling.routed import (
 
 OPEN = np.iinfo(np.int64).max
 """The end of a lifetime that still has consumers to schedule."""
+
+LOOKAHEAD = 256
+"""Candidates a step tries before the best one evicts to make room (module docstring)."""
 
 LOOKBACK = 1024
 """How many μops back on a core a transfer into it may start (see the module docstring)."""
@@ -337,8 +342,8 @@ class _Scheduler:
         pool = [self.key(i, 0) for i in np.flatnonzero(indeg == 0).tolist()]
         heapq.heapify(pool)
         while pool:
-            aside = []
-            while pool:
+            aside: list[tuple[int, int, int]] = []
+            while pool and len(aside) < LOOKAHEAD:
                 cand = heapq.heappop(pool)
                 needs = self.fitting(cand[2])
                 if needs is not None:

@@ -1,0 +1,202 @@
+"""Stream's own workloads on Stream's own accelerators, side by side with Stream 2.1.1.
+
+    python -m npusched.bench.stream_oss [--time-limit 20] [--threads 2] [--seed 0]
+        [--stream-python PATH] [--workloads a,b] [--hardware x,y] [--json rows.json]
+        [--doc docs/results_transformers.md]
+
+For every shipped workload (``../shared/benchmarks/stream-oss/workload/*.onnx``: attention,
+SwiGLU MLPs, CNNs) on every accelerator of the reference (``tpu_like_quad_core``,
+``tpu_v7_ironwood``, ``simba``, ``eyeriss_like_quad_core``) that Stream accepts, it reads both
+with npusched's own readers (the ONNX import, :mod:`npusched.arch.stream_yaml`), cuts the
+workload into Stream's CNs (``--scheme stream``, the default cut), schedules it with the
+memory-aware list and with ``joint`` (the routed default) for ``--time-limit`` seconds, verifies
+both, and prints per pair: Stream's cycles and wall time, npusched's makespan, its proven bound,
+their wall times, and the ratio to Stream.
+
+Stream's figures come from a live run when ``--stream-python`` names a Python ≥ 3.12 with
+``stream-dse`` 2.1.1 installed (``python3.12 -m venv v && v/bin/pip install stream-dse==2.1.1
+six``; ``stream.api.evaluate_mapping(hardware, onnx, out_dir)`` with the mapping Stream generates,
+in a subprocess): then each pair's Stream run is timed here. Otherwise they are read from
+``reference.json`` (recorded on a 2-core machine). Stream is never imported by npusched.
+
+**Where npusched is longer.** Stream's cycles are the estimate of its steady-state model per
+fused group, not a schedule. Where npusched's verified makespan exceeds it, the row names the
+lower-bound term of npusched's machine model that already does (:func:`terms`): the off-chip
+traffic (every DRAM tensor over the DRAM port's bandwidth), the work per core (the fastest
+latencies over the compute cores) or the critical path, or else ``schedule`` (npusched's bound
+is below Stream's estimate, and its schedule is not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from npusched.arch import load_arch
+from npusched.bench.doc import publish
+from npusched.common.jsonio import read_json
+from npusched.methods import solve
+from npusched.partition.api import partition_network, resolve_network
+from npusched.verify import check
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "benchmarks" / "stream-oss"
+LIVE = """
+import json, sys, time, tempfile
+t = time.perf_counter()
+try:
+    from stream.api import evaluate_mapping
+    est = evaluate_mapping(sys.argv[1], sys.argv[2], sys.argv[3])
+    out = {"cycles": float(est.cycles), "fused_groups": len(est.group_cycles),
+           "stream_failed": None}
+except Exception as err:
+    out = {"cycles": None, "fused_groups": None, "stream_failed": type(err).__name__}
+out["wall_s"] = round(time.perf_counter() - t, 1)
+print("STREAM" + json.dumps(out))
+"""
+
+
+def stream_live(python: str, hardware: Path, onnx: Path, timeout: float = 900) -> dict[str, Any]:
+    """Stream 2.1.1's estimate of one pair, run by ``python`` in a subprocess (its wall time
+    includes the interpreter's start and Stream's imports, as the reference's does)."""
+    with tempfile.TemporaryDirectory() as out:
+        t0 = time.perf_counter()
+        proc = subprocess.run([python, "-c", LIVE, str(hardware), str(onnx), out],
+                              capture_output=True, text=True, timeout=timeout)  # fmt: skip
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("STREAM")]
+        if not lines:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            return {"cycles": None, "fused_groups": None, "stream_failed": tail,
+                    "wall_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
+        row: dict[str, Any] = json.loads(lines[-1][len("STREAM"):])
+        row["wall_s"] = round(time.perf_counter() - t0, 1)
+        return row
+
+
+def terms(inst: Any) -> dict[str, float]:
+    """Lower-bound terms of a routed instance: ``dram`` (every DRAM tensor's bytes over the
+    bandwidth of the one DRAM port every DRAM transfer holds, where there is one), ``work``
+    (the fastest latencies summed over the cores) and ``critical path`` (the longest chain of
+    fastest latencies)."""
+    d = inst.min_duration
+    ports = [ln for ln in inst.topology.links if ln.offchip and ln.receiver is None]
+    data = sum(int(t.data) for t in inst.dram)  # each crosses the one port at least once
+    return {
+        "dram": data / ports[0].bandwidth if len(ports) == 1 else 0.0,
+        "work": float(d.sum()) / inst.m,
+        "critical path": float((inst.graph.heads(d) + d).max()),
+    }
+
+
+def run_pair(workload: Path, hardware: Path, stream: dict[str, Any], time_limit: float,
+             threads: int, seed: int) -> dict[str, Any]:  # fmt: skip
+    """One workload on one accelerator (module docstring)."""
+    t0 = time.perf_counter()
+    inst = partition_network(resolve_network(str(workload)), load_arch(hardware), "stream")
+    t_part = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    listed = solve(inst, "list")
+    t_list = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    exact = solve(inst, "joint", time_limit=time_limit, threads=threads, seed=seed,
+                  warm_start=listed.solution)  # fmt: skip
+    t_exact = time.perf_counter() - t2
+    ok = check(inst, listed.solution).ok and check(inst, exact.solution).ok
+    best = min(float(listed.objective or np.inf), float(exact.objective or np.inf))
+    parts = terms(inst)
+    cycles = stream.get("cycles")
+    why = ""
+    if cycles is not None and best > cycles:
+        name, value = max(parts.items(), key=lambda kv: kv[1])
+        why = f"{name} {value:,.0f}" if value > cycles else "schedule"
+    return {
+        "workload": workload.stem, "hardware": hardware.stem, "uops": inst.n,
+        "stream_cycles": cycles, "stream_wall_s": stream.get("wall_s"),
+        "list": float(listed.objective or np.inf), "makespan": best,
+        "bound": float(exact.bound) if exact.bound is not None else None,
+        "status": exact.status.value, "verified": ok,
+        "wall_s": round(t_part + t_list + t_exact, 1), "partition_s": round(t_part, 1),
+        "ratio": best / cycles if cycles else None, "longer_by": why,
+        "terms": {k: round(v) for k, v in parts.items()},
+    }  # fmt: skip
+
+
+def _n(v: Any) -> str:
+    return "–" if v is None else f"{v:,.0f}"
+
+
+def table(rows: list[dict[str, Any]], live: bool) -> str:
+    """The Markdown table of the rows, and a summary line."""
+    src = "live" if live else "reference.json"
+    lines = [
+        f"| workload | hardware | CNs | Stream cycles ({src}) | Stream wall (s) | list | "
+        "npusched makespan | bound | status | npusched wall (s) | npusched / Stream | "
+        "longer by | verified |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        ratio = "–" if r["ratio"] is None else f"{r['ratio']:.3f}"
+        lines.append(
+            f"| {r['workload']} | {r['hardware']} | {r['uops']} | {_n(r['stream_cycles'])} | "
+            f"{r['stream_wall_s'] if r['stream_wall_s'] is not None else '–'} | {_n(r['list'])} "
+            f"| {_n(r['makespan'])} | {_n(r['bound'])} | {r['status']} | {r['wall_s']} | "
+            f"{ratio} | {r['longer_by'] or '–'} | {r['verified']} |")  # fmt: skip
+    ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
+    if ratios:
+        shorter = sum(x < 1 for x in ratios)
+        lines += ["", f"npusched's verified schedule is shorter than Stream's estimate on "
+                      f"{shorter} of {len(ratios)} pairs; geometric mean ratio "
+                      f"{float(np.exp(np.mean(np.log(ratios)))):.3f}."]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m npusched.bench.stream_oss`` (module docstring)."""
+    p = argparse.ArgumentParser(prog="python -m npusched.bench.stream_oss", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--time-limit", type=float, default=20.0, help="joint's seconds a pair (20)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--stream-python", help="a Python with stream-dse 2.1.1: run Stream live")
+    p.add_argument("--workloads", help="comma-separated workload names (default: all shipped)")
+    p.add_argument("--hardware", help="comma-separated accelerators (default: the reference's)")
+    p.add_argument("--data", type=Path, default=SHARED, help="the stream-oss folder")
+    p.add_argument("--json", type=Path, help="write the rows as JSON")
+    p.add_argument("--doc", type=Path, help="Markdown file whose tables block is replaced")
+    args = p.parse_args(argv)
+    ref = read_json(args.data / "reference.json")
+    wanted_w = set(args.workloads.split(",")) if args.workloads else None
+    wanted_h = set(args.hardware.split(",")) if args.hardware else None
+    rows = []
+    for entry in ref:
+        if (wanted_w and entry["workload"] not in wanted_w) or (
+                wanted_h and entry["hardware"] not in wanted_h):
+            continue
+        onnx = args.data / "workload" / f"{entry['workload']}.onnx"
+        hw = args.data / "hardware" / f"{entry['hardware']}.yaml"
+        stream = stream_live(args.stream_python, hw, onnx) if args.stream_python else entry
+        if stream.get("stream_failed"):
+            print(f"{entry['workload']} on {entry['hardware']}: Stream found no allocation "
+                  f"({stream['stream_failed']}); skipped", flush=True)  # fmt: skip
+            continue
+        try:
+            row = run_pair(onnx, hw, stream, args.time_limit, args.threads, args.seed)
+        except ValueError as err:  # a CN that fits no core: say so, go on
+            print(f"{entry['workload']} on {entry['hardware']}: {err}", flush=True)
+            continue
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    publish(table(rows, bool(args.stream_python)), args.doc)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,54 @@
+"""bench.stream_oss on one small pair: Stream's reference figure beside a verified schedule, the
+bound terms below it, and the live path's subprocess where Stream is not installed."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from conftest import SHARED, needs_shared
+
+from npusched.arch import load_arch
+from npusched.bench.stream_oss import main, stream_live, terms
+from npusched.methods import solve
+from npusched.partition.api import partition_network, resolve_network
+from npusched.verify import check
+
+OSS = SHARED / "stream-oss"
+
+
+@needs_shared
+def test_one_pair_against_the_reference(tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text("# t\n\n<!-- tables -->\n<!-- /tables -->\n")
+    out = tmp_path / "rows.json"
+    assert main(["--workloads", "swiglu_1_16_32", "--hardware", "tpu_like_quad_core",
+                 "--time-limit", "3", "--json", str(out), "--doc", str(doc)]) == 0
+    (row,) = json.loads(out.read_text())
+    ref = next(r for r in json.loads((OSS / "reference.json").read_text())
+               if r["workload"] == "swiglu_1_16_32" and r["hardware"] == "tpu_like_quad_core")
+    assert row["stream_cycles"] == ref["cycles"] and row["verified"]
+    assert row["bound"] <= row["makespan"] <= row["list"]
+    assert row["ratio"] == row["makespan"] / ref["cycles"]
+    assert "swiglu_1_16_32" in doc.read_text()
+
+
+@needs_shared
+def test_bound_terms_lie_below_an_optimal_schedule():
+    inst = partition_network(resolve_network(str(OSS / "workload" / "swiglu_64_128_256.onnx")),
+                             load_arch(OSS / "hardware" / "tpu_like_quad_core.yaml"), "stream",
+                             cn={"M": 32})
+    res = solve(inst, "list")
+    assert check(inst, res.solution).ok
+    parts = terms(inst)
+    assert parts["dram"] > 0 and all(v <= res.objective for v in parts.values())
+    # the port carries at least every weight once: 3 x 128 x 256 bytes at 8 B/cycle
+    assert parts["dram"] >= 3 * 128 * 256 / 8
+
+
+@needs_shared
+def test_live_path_reports_what_went_wrong():
+    row = stream_live(sys.executable, OSS / "hardware" / "tpu_like_quad_core.yaml",
+                      OSS / "workload" / "swiglu_1_16_32.onnx")
+    assert row["cycles"] is None and row["stream_failed"] == "ModuleNotFoundError"
+    assert row["wall_s"] >= 0
