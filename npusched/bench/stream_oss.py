@@ -23,8 +23,9 @@ in a subprocess): then each pair's Stream run is timed here. Otherwise they are 
 fused group, not a schedule. Where npusched's verified makespan exceeds it, the row names the
 lower-bound term of npusched's machine model that already does (:func:`terms`): the off-chip
 traffic (every DRAM tensor over the DRAM port's bandwidth), the work per core (the fastest
-latencies over the compute cores) or the critical path, or else ``schedule`` (npusched's bound
-is below Stream's estimate, and its schedule is not).
+latencies over the compute cores) or the critical path; else ``bound`` where the bound ``joint``
+proved does (:func:`longer_by`); or else ``schedule`` (npusched's bound is below Stream's
+estimate, and its schedule is not).
 """
 
 from __future__ import annotations
@@ -94,6 +95,19 @@ def terms(inst: Any) -> dict[str, float]:
     }
 
 
+def longer_by(makespan: float, cycles: float | None, parts: dict[str, float],
+              bound: float | None) -> str:  # fmt: skip
+    """Where ``makespan`` exceeds Stream's ``cycles``: the largest of the :func:`terms` when it
+    alone does, else ``bound`` when the proven bound does (the machine model's DRAM transfers
+    to each core and loads together), else ``schedule``; ``""`` where it does not."""
+    if cycles is None or makespan <= cycles:
+        return ""
+    name, value = max(parts.items(), key=lambda kv: kv[1])
+    if value > cycles:
+        return f"{name} {value:,.0f}"
+    return f"bound {bound:,.0f}" if bound is not None and bound > cycles else "schedule"
+
+
 def run_pair(workload: Path, hardware: Path, stream: dict[str, Any], time_limit: float,
              threads: int, seed: int) -> dict[str, Any]:  # fmt: skip
     """One workload on one accelerator (module docstring)."""
@@ -111,18 +125,16 @@ def run_pair(workload: Path, hardware: Path, stream: dict[str, Any], time_limit:
     best = min(float(listed.objective or np.inf), float(exact.objective or np.inf))
     parts = terms(inst)
     cycles = stream.get("cycles")
-    why = ""
-    if cycles is not None and best > cycles:
-        name, value = max(parts.items(), key=lambda kv: kv[1])
-        why = f"{name} {value:,.0f}" if value > cycles else "schedule"
+    bound = float(exact.bound) if exact.bound is not None else None
     return {
         "workload": workload.stem, "hardware": hardware.stem, "uops": inst.n,
         "stream_cycles": cycles, "stream_wall_s": stream.get("wall_s"),
         "list": float(listed.objective or np.inf), "makespan": best,
-        "bound": float(exact.bound) if exact.bound is not None else None,
+        "bound": bound,
         "status": exact.status.value, "verified": ok,
         "wall_s": round(t_part + t_list + t_exact, 1), "partition_s": round(t_part, 1),
-        "ratio": best / cycles if cycles else None, "longer_by": why,
+        "ratio": best / cycles if cycles else None,
+        "longer_by": longer_by(best, cycles, parts, bound),
         "terms": {k: round(v) for k, v in parts.items()},
     }  # fmt: skip
 
