@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
 
     net, arch = resolve_network(args.network), load_arch(args.arch)
     out = Path(args.out_dir)
+    if hasattr(net, "gemm_networks"):  # a tensor program: BO over its tiles B, M, K, N
+        return _program(net, arch, out, args)
     cap = MAX_UOPS if args.max_uops is None else (args.max_uops if args.max_uops > 0 else None)
     spec = args.executor if args.q > 1 or args.executor.startswith("dask://") else "serial"
     limit, baseline_deadline = args.time_limit, None
@@ -87,6 +89,26 @@ def run(args: argparse.Namespace) -> int:
         f"({orch.result.method}), bound {orch.result.bound:.0f}; {orch.runtime_s:.1f} s"
         + ("" if orch.complete else " (time limit: incomplete)")
     )
+    return 0
+
+
+def _program(prog: Any, arch: Any, out: Path, args: argparse.Namespace) -> int:
+    """``orchestrate`` on a tensor program (:func:`~npusched.search.program.
+    orchestrate_program`): the budget, seed, threads and final time limit apply; the files are
+    the instance and the final solution."""
+    from npusched.io import write_instance, write_solution
+    from npusched.search.program import orchestrate_program
+
+    orch = orchestrate_program(prog, arch, args.budget, seed=args.seed,
+                               final_time_limit=args.final_time_limit, threads=args.threads,
+                               progress=True)  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    write_instance(orch.instance, out / "instance.json")
+    write_solution(out / "solution.json", orch.instance, orch.final, "instance.json")
+    best, res = orch.search.best, orch.final
+    print(f"{prog.name} on {arch.name}: best s = (B, M, K, N) {best.s} ({orch.instance.n} μops) "
+          f"after {len(orch.search.evaluations)} evaluations; {res.objective:.0f} cycles "
+          f"({res.method}, {res.status.value}), bound {res.bound:.0f}; {orch.seconds:.1f} s")
     return 0
 
 

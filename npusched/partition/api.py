@@ -102,7 +102,7 @@ def machine_cost_model(machine: str, cost: str | CostModel, arch: Arch) -> CostM
 
 
 def partition_network(
-    net: Network,
+    net: Network | TensorProgram,
     arch: Arch,
     scheme: str,
     *,

@@ -305,3 +305,16 @@ def _latencies(shapes: list[TileShape], arch: Arch, model: CostModel) -> np.ndar
                 cache[key] = int(model.latency(s, core))
             out[i, k] = cache[key]
     return out[:, of]
+
+
+def cut_signature(prog: TensorProgram, tiles: Mapping[str, int]) -> tuple[tuple[int, ...], int]:
+    """Each op's chunk counts (its output grid and reduction chunks) under ``tiles``, and the
+    μops they make, without building the instance: tilings with one signature cut alike."""
+    sig: list[int] = []
+    n = 0
+    for op in prog.ops:
+        if not prog.is_view(op):
+            cut = _Cut(prog, op, tiles, 0)
+            sig += [*cut.grid, len(cut.k)]
+            n += cut.n
+    return tuple(sig), n
