@@ -234,3 +234,10 @@ def cost_model_of(args: argparse.Namespace, arch: Any) -> Any:
     if name == "zigzag":
         return cost_model(name, arch, time_limit=args.zigzag_time_limit)
     return cost_model(name, arch)
+
+
+def each_network(net: Any, run_one: Any, args: argparse.Namespace) -> int:
+    """``run_one(args, net)`` on a CNN, or on each GEMM and matmul of a tensor program
+    (:meth:`~npusched.workload.tensor.TensorProgram.gemm_networks`); the worst exit code."""
+    nets = net.gemm_networks() if hasattr(net, "gemm_networks") else [net]
+    return max(run_one(args, one) for one in nets)

@@ -37,7 +37,7 @@ import json
 from typing import Any
 
 from npusched.arch import flexer_arch_name
-from npusched.cli.args import positive_int
+from npusched.cli.args import each_network, positive_int
 from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES, Settings
 
 #: ``--scheduler``: the out-of-order search, ``flexer-lns`` (the default), ``flexer-beam`` or
@@ -143,11 +143,7 @@ def run(args: argparse.Namespace) -> int:
     from npusched.partition.api import resolve_network
 
     net = resolve_network(args.network)
-    if hasattr(net, "gemm_networks"):  # a tensor program: each GEMM and matmul on its own
-        for one in net.gemm_networks():
-            _run_one(args, one)
-        return 0
-    return _run_one(args, net)
+    return each_network(net, _run_one, args)
 
 
 def _run_one(args: argparse.Namespace, net: Any) -> int:

@@ -17,7 +17,7 @@ import json
 import math
 from typing import Any
 
-from npusched.cli.args import positive_float, positive_int
+from npusched.cli.args import each_network, positive_float, positive_int
 from npusched.problem.tiling import MODELS, TLE_SLICINGS, TLT_SCHEDULES
 
 
@@ -80,11 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from npusched.partition.api import resolve_network
 
     net = resolve_network(args.network)
-    if hasattr(net, "gemm_networks"):  # a tensor program: each GEMM and matmul on its own
-        for one in net.gemm_networks():
-            _run_one(args, one)
-        return 0
-    return _run_one(args, net)
+    return each_network(net, _run_one, args)
 
 
 def _run_one(args: argparse.Namespace, net: Any) -> int:

@@ -83,6 +83,7 @@ from npusched.io.onnx_state import (
     Act,
     external_location,
     load_external,
+    load_model,
 )
 from npusched.workload.layers import INPUT, Shape
 from npusched.workload.network import Network
@@ -435,12 +436,7 @@ def read_onnx(
         path = str(path_or_model)
         default_name = Path(path).stem
         base_dir = os.path.dirname(path)
-        try:
-            model = onnx.load(path, load_external_data=False)  # weights: dims only
-        except OSError as err:
-            raise InputError(path, "(file)", err.strerror or str(err)) from None
-        except Exception as err:  # protobuf DecodeError and friends
-            raise InputError(path, "(file)", f"not a readable ONNX model: {err}") from None
+        model = load_model(path)  # weights: dims only
     if not model.graph.node:
         raise InputError(path, "graph", "no nodes (empty or not an ONNX model)")
     external = sorted(

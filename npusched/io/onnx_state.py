@@ -247,3 +247,17 @@ def load_external(tensor: onnx.TensorProto, base_dir: str | None) -> None:
     except Exception as err:  # truncated file, a location outside base_dir, ...
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ValueError(f"{where}, which cannot be read: {first}") from None
+
+
+def load_model(path: str) -> onnx.ModelProto:
+    """An ONNX file without its external data (weights: dims only); an unreadable or empty one
+    raises :class:`InputError` naming the file."""
+    try:
+        model = onnx.load(path, load_external_data=False)
+    except OSError as err:
+        raise InputError(path, "(file)", err.strerror or str(err)) from None
+    except Exception as err:  # protobuf DecodeError and friends
+        raise InputError(path, "(file)", f"not a readable ONNX model: {err}") from None
+    if not model.graph.node:
+        raise InputError(path, "graph", "no nodes (empty or not an ONNX model)")
+    return model

@@ -50,6 +50,7 @@ import onnx
 from onnx import helper
 
 from npusched.common.errors import InputError
+from npusched.io.onnx_state import load_model
 from npusched.workload.tensor import Tensor, TensorOp, TensorProgram
 
 UNARY = {"Silu": "silu", "Gelu": "gelu", "Relu": "relu", "Exp": "exp", "Sigmoid": "sigmoid",
@@ -58,18 +59,6 @@ BINARY = {"Mul": "mul", "Add": "add", "Sub": "sub", "Div": "div", "Pow": "mul"}
 NORMS = {"LayerNormalization": "layernorm", "RMSNormalization": "rmsnorm",
          "SimplifiedLayerNormalization": "rmsnorm"}  # fmt: skip
 LEADING = ("batch", "heads", "group")
-
-
-def _load(path: str) -> onnx.ModelProto:
-    try:
-        model = onnx.load(path, load_external_data=False)
-    except OSError as err:
-        raise InputError(path, "(file)", err.strerror or str(err)) from None
-    except Exception as err:  # protobuf DecodeError and friends
-        raise InputError(path, "(file)", f"not a readable ONNX model: {err}") from None
-    if not model.graph.node:
-        raise InputError(path, "graph", "no nodes (empty or not an ONNX model)")
-    return model
 
 
 def _dims(vi: Any) -> list[int | str]:
@@ -87,7 +76,7 @@ def read_workload_onnx(path: str | os.PathLike[str], name: str | None = None) ->
     """An ONNX file as a CNN :class:`~npusched.workload.network.Network` or a
     :class:`~npusched.workload.tensor.TensorProgram` (module docstring)."""
     path = str(path)
-    model = _load(path)
+    model = load_model(path)
     if is_cnn(model):
         from npusched.io.onnx_import import read_onnx
 
