@@ -203,6 +203,8 @@ def _port_bits(mem: dict[str, Any], kind: str) -> float:
 
 
 def _unroll(core: dict[str, Any]) -> dict[str, int]:
+    """The core's PE array as ``pe_unroll``: each dimension of size above 1 unrolls the next
+    loop of :data:`UNROLL` (:data:`POOLING` on a pooling-only core)."""
     ops = set(core.get("operator_types", ()))
     loops = POOLING if ops and ops <= POOL_OPS else UNROLL
     arr = core["operational_array"]

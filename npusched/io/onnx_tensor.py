@@ -26,8 +26,8 @@ other ``Transpose``, ``Reshape``            ``transpose``, ``reshape``
 ``SimplifiedLayerNormalization``
 ``Silu``, ``Gelu``, ``Relu``, ``Exp``,      ``eltwise`` of one activation
 ``Sigmoid``, ``Tanh``, ``Erf``, ``Sqrt``
-``Mul``, ``Add``, ``Sub``, ``Div``, ``Pow`` ``eltwise`` of two activations; by a constant:
-                                            ``eltwise`` ``scale``
+``Mul``, ``Add``, ``Sub``, ``Div``,         ``eltwise`` of two activations; by a constant:
+``Pow``                                     ``eltwise`` ``scale``
 ``Split``                                   one ``slice`` (a view) per output
 ``Identity``                                nothing: its output is its input (of a weight: a
                                             weight of its own, as the exporter deduplicated
