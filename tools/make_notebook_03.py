@@ -24,10 +24,12 @@ from npusched import solve, verify"""),
     md(r"""## Networks and their published sizes
 The zoo holds real networks with their published layer shapes. A convolution with $K$ filters of
 $R \times S$ over $C$ channels in $g$ groups costs $K \cdot OH \cdot OW \cdot (C/g) \cdot R \cdot S$
-MACs."""),
+MACs. It also holds transformer layers (BERT, ViT, GPT-2, LLaMA-3-8B) as tensor programs,
+whose ops are GEMMs, matmuls of two activations, norms and element-wise maps."""),
     code("""for name in list_networks():
     net = load_network(name)
-    print(f"{name:12s} {len(net.layers):4d} layers  {net.macs() / 1e9:7.3f} GMACs  {net.params() / 1e6:7.2f} M params")"""),
+    kind, count = ("ops", len(net.ops)) if hasattr(net, "ops") else ("layers", len(net.layers))
+    print(f"{name:24s} {count:4d} {kind:6s} {net.macs() / 1e9:9.3f} GMACs  {net.params() / 1e6:7.2f} M params")"""),
     md(r"""## Klotski's μtensors and their remainders (Fig. 5)
 Cutting a $30 \times 14 \times 14$ input, $50$-filter $3 \times 3$ convolution by
 $s = (4, 4, 8, 16)$ leaves a remainder in every dimension: up to $2^4 = 16$ μtensor kinds.
