@@ -88,6 +88,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from typing import NoReturn
 
 import numpy as np
 
@@ -350,10 +351,7 @@ class _Scheduler:
                     break
                 aside.append(cand)
             else:
-                cand = aside.pop(0)
-                if not self.evict_for(cand[2]):
-                    self.deadlock([cand[2]] + [c[2] for c in aside])
-                needs = self.needs(cand[2])
+                cand, needs = self._make_room(pool, aside)
             i = cand[2]
             self.place(i, needs)
             for c in aside:
@@ -370,6 +368,23 @@ class _Scheduler:
         mv = np.array(self.moves, dtype=np.int64).reshape(-1, 6).T
         start = np.array(self.start, dtype=np.int64)
         return RoutedSchedule(start, self.core, tstart, tend, Residency(*rec), Moves(*mv))
+
+    def _make_room(self, pool: list[tuple[int, int, int]], aside: list[tuple[int, int, int]]
+                   ) -> tuple[tuple[int, int, int], Needs]:  # fmt: skip
+        """No candidate looked at fits: the best (``aside[0]``) evicts to make room. Where it
+        cannot and the look-ahead left candidates in ``pool``, the rest are tried before the
+        scheduler gives up (as if it had looked at all of them); ``aside`` gets the others."""
+        cand = aside.pop(0)
+        if self.evict_for(cand[2]):
+            return cand, self.needs(cand[2])
+        while pool:
+            other = heapq.heappop(pool)
+            needs = self.fitting(other[2])
+            if needs is not None:
+                aside.append(cand)
+                return other, needs
+            aside.append(other)
+        self.deadlock([cand[2]] + [c[2] for c in aside])
 
     def needs(self, i: int) -> Needs:
         """Data μop ``i`` has yet to receive on its core: (tensor, release, bits, again), by
@@ -612,7 +627,7 @@ class _Scheduler:
                 f"operands and output), but the core's memory holds {int(room[i])}"
             )
 
-    def deadlock(self, waiting: list[int]) -> None:
+    def deadlock(self, waiting: list[int]) -> NoReturn:
         i = waiting[0]
         c = int(self.core[i])
         mem, ids = self.mem[c], self.g.ids

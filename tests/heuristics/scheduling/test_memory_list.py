@@ -320,3 +320,33 @@ def test_cli_eviction_round_trip(tmp_path):
     sol.write_text(json.dumps(data))
     r = run_cli("verify", path, sol)
     assert r.returncode == 2 and "memory/0/tensor" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_wide_pool_past_the_lookahead_still_schedules(monkeypatch):
+    """512 CNs ready at once on one core whose memory holds about two of them: the steps look
+    at LOOKAHEAD candidates before the best evicts (or the rest are scanned), and every
+    schedule verifies with the memory enforced."""
+    import dataclasses
+
+    import npusched.heuristics.scheduling.memory_list as ml
+    from npusched.arch import load_arch
+    from npusched.partition.api import partition_network
+    from npusched.verify import check
+    from npusched.workload.tensor import Tensor, TensorOp, TensorProgram
+
+    T = {"x": Tensor("x", ("tokens", "features"), (8, 64), "input"),
+         "w": Tensor("w", ("in", "out"), (64, 512), "weight"),
+         "y": Tensor("y", ("tokens", "features"), (8, 512))}
+    prog = TensorProgram("wide", T, (TensorOp("g", "gemm", ("x", "w"), "y"),))
+    inst = partition_network(prog, load_arch("stream-hetero"), "stream", cn={"M": 1, "N": 8})
+    one = inst.restricted(np.zeros(inst.n, dtype=np.int64))
+    small = dataclasses.replace(one, capacity=np.full(inst.m, 1200, dtype=np.int64))
+    rooms = []
+    make_room = ml._Scheduler._make_room
+    monkeypatch.setattr(ml._Scheduler, "_make_room",
+                        lambda self, pool, aside: rooms.append(1) or make_room(self, pool, aside))
+    for look in (2, ml.LOOKAHEAD):
+        monkeypatch.setattr(ml, "LOOKAHEAD", look)
+        sched = ml.memory_list_schedule(small, "latency")
+        assert sched.evicts and check(small, sched).ok
+    assert rooms
