@@ -26,17 +26,51 @@ from npusched.problem.scheduling.routed_relax import (
 from npusched.solvers.result import Result, Status, TracePoint
 
 
-def with_allocation(instance: RoutedInstance) -> RoutedInstance:
+def with_allocation(instance: RoutedInstance, routed: bool = False) -> RoutedInstance:
     """``instance`` with a preferred allocation for the memory-aware list, which needs one: the
-    instance's own (Stream's), else the cores the priority list chooses on the instance's
-    compute-only view (earliest finish with transfer delays, no contention, no memory: a
-    partition's allocation is free)."""
+    instance's own (Stream's), else the cores a list chooses, fitted to the memories
+    (:func:`fit_allocation`). That list is the priority list on the instance's compute-only
+    view (earliest finish with transfer delays, no contention, no memory), or with ``routed``
+    the routed list (:func:`~npusched.heuristics.scheduling.routed_list.routed_list_schedule`:
+    transfers booked on contended links and DRAM tensors fetched over the off-chip port, so a
+    core that already holds a weight finishes its next reader first). A partition's allocation
+    is free."""
     if instance.fixed_allocation or instance.preferred is not None:
         return instance
-    core = list_schedule(instance.base, "blevel").core
+    if routed:
+        core = routed_list_schedule(instance).core
+    else:
+        core = list_schedule(instance.base, "blevel").core
     if not instance.mask[np.arange(instance.n), core].all():
         raise ValueError("the list's allocation leaves a μop's allowed cores; give a preferred one")
     return dataclasses.replace(instance, preferred=fit_allocation(instance, core))
+
+
+def memory_list_best(instance: RoutedInstance, priority: str) -> RoutedSchedule:
+    """The memory-aware list on the instance's allocation or, on a free one, the shorter of its
+    schedules on the two allocations of :func:`with_allocation`. The compute-only list spreads
+    a layer's μops over every core, each fetching the layer's weights again; where the
+    off-chip port is narrow (Stream's ``simba``: 8 bytes a cycle for 36 cores) the routed
+    list's allocation, which keeps weights where they are, is several times shorter.
+
+    Raises
+    ------
+    MemoryDeadlock
+        Neither allocation fits the memories, even by evicting (the first one's reason).
+    """
+    if instance.fixed_allocation or instance.preferred is not None:
+        return memory_list_schedule(with_allocation(instance), priority)
+    found: list[RoutedSchedule] = []
+    failed: MemoryDeadlock | ValueError | None = None
+    for routed in (False, True):
+        try:
+            found.append(memory_list_schedule(with_allocation(instance, routed), priority))
+        except (MemoryDeadlock, ValueError) as err:
+            failed = failed or err
+    if not found:
+        assert failed is not None
+        raise failed
+    return min(found, key=lambda s: s.makespan(instance))
 
 
 def fit_allocation(instance: RoutedInstance, core: np.ndarray) -> np.ndarray:
@@ -75,11 +109,11 @@ def fit_allocation(instance: RoutedInstance, core: np.ndarray) -> np.ndarray:
 
 def routed_warm_start(instance: RoutedInstance, priority: Priority) -> RoutedSchedule:
     """The best list schedule on the instance and, when it carries a known allocation (Stream's),
-    on that allocation; with memory capacities the memory-aware list's (on the allocation of
-    :func:`with_allocation`)."""
+    on that allocation; with memory capacities the memory-aware list's
+    (:func:`memory_list_best`)."""
     if instance.capacity is not None:
         try:
-            return memory_list_schedule(with_allocation(instance), memory_priority(priority))
+            return memory_list_best(instance, memory_priority(priority))
         except MemoryDeadlock as err:
             raise ValueError(f"no warm start within the memories: {err}") from None
     cands = [routed_list_schedule(instance, priority)]

@@ -28,7 +28,7 @@ from npusched.heuristics.scheduling.list_scheduling import (
     etf_schedule,
     list_schedule,
 )
-from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
+from npusched.heuristics.scheduling.memory_list import MemoryDeadlock
 from npusched.heuristics.scheduling.mesh_baselines import (
     retime,
     zigzag_schedule,
@@ -39,10 +39,10 @@ from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.methods.linear import linear_result, run_model
 from npusched.methods.registry import Context, Method, NoParams, bounded, register
 from npusched.methods.routed import (
+    memory_list_best,
     memory_priority,
     routed_warm_start,
     run_routed,
-    with_allocation,
 )
 from npusched.problem.placement import Placement, stage2_instance
 from npusched.problem.scheduling.instance import SchedulingInstance
@@ -231,9 +231,7 @@ def _run_list(instance: Any, backend: str, params: ListParams, ctx: Context) -> 
     if isinstance(instance, RoutedInstance) and instance.capacity is not None:
         priority = memory_priority(priority)
         try:
-            sched: Schedule | RoutedSchedule = memory_list_schedule(
-                with_allocation(instance), priority
-            )
+            sched: Schedule | RoutedSchedule = memory_list_best(instance, priority)
         except MemoryDeadlock as err:  # no room even by evicting: a method failure
             bound = instance.lower_bound()
             return Result(Status.ERROR, "list", "none", None, bound, message=str(err))
