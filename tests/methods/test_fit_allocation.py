@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import SHARED, needs_shared
 
 from npusched.arch import load_arch
 from npusched.heuristics.scheduling.list_scheduling import list_schedule
+from npusched.heuristics.scheduling.memory_list import memory_list_schedule
 from npusched.methods import solve
-from npusched.methods.routed import fit_allocation
+from npusched.methods.routed import fit_allocation, memory_list_best, with_allocation
 from npusched.partition.api import partition_network, resolve_network
 from npusched.verify import check
 
@@ -55,3 +57,23 @@ def test_a_relaxations_solution_through_the_list_is_a_schedule_that_evicts(seed)
     assert not check(tight, relaxed).ok  # it overflows the memories
     sched = through_list(tight, relaxed)
     assert sched is not None and check(tight, sched).ok and sched.evicts
+
+
+@needs_shared
+def test_the_list_takes_the_shorter_of_the_two_allocations():
+    """Stream's 2-conv CNN on ``simba`` (36 chiplets behind an 8-byte off-chip port): the
+    compute-only list spreads each layer over the chiplets, each fetching its weights again;
+    the routed list's allocation keeps them, and the list returns the shorter schedule."""
+    stream = SHARED / "stream-oss"
+    onnx = stream / "workload" / "2conv_1_8_32_32_16_32_3.onnx"
+    inst = partition_network(resolve_network(str(onnx)),
+                             load_arch(stream / "hardware" / "simba.yaml"), "stream")  # fmt: skip
+    spread, kept = (memory_list_schedule(with_allocation(inst, routed), "latency")
+                    for routed in (False, True))  # fmt: skip
+    assert check(inst, spread).ok and check(inst, kept).ok
+    assert kept.makespan(inst) < spread.makespan(inst)
+    assert len(set(kept.core.tolist())) < len(set(spread.core.tolist()))
+    best = memory_list_best(inst, "latency")
+    assert best.makespan(inst) == kept.makespan(inst)
+    res = solve(inst, "list")
+    assert res.objective == kept.makespan(inst) and check(inst, res.solution).ok
