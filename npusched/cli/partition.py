@@ -90,7 +90,8 @@ def add_parser(sub: Any) -> None:
     pa.add_argument("--scheme", required=True, choices=["klotski", "stream", "flexer"])
     pa.add_argument("--s", help="klotski: μtensor H,W,IC,OC")
     flag(pa, "--no-align", "klotski: do not round IC/OC up to the PE array")
-    pa.add_argument("--cn", help="stream: CN loops, e.g. OY=1 or K=16,OY=4 (default OY=1)")
+    pa.add_argument("--cn", help="stream: CN loops, e.g. OY=1 or K=16,OY=4 (default OY=1, "
+                    "with K halved in a layer whose CN fits no core)")
     pa.add_argument("--tiles", help="flexer: tile sizes OC,OH,OW,IC")
     pa.add_argument("--loop-order", default="K,OY,OX,C", help="flexer: loop order, outermost first")
     machine_options(pa)

@@ -29,6 +29,7 @@ from npusched.partition.schemes import (
     klotski_tilings,
     loop_order_rank,
     memory_violation,
+    stream_default_tiling,
     stream_tiling,
 )
 from npusched.problem import Accelerator, SchedulingInstance
@@ -77,8 +78,14 @@ def scheme_tilings(
         if why := memory_violation(net, arch, tilings):
             raise ValueError(f"{why}; choose a smaller --s")
         return tilings, {"s": list(s)}
+    if scheme == "stream" and cn is None:
+        cap = max((c.memory_bytes for c in arch.cores if c.memory_bytes), default=None)
+        elem = max(1, round(arch.element_bytes))
+        tilings = {ly.name: stream_default_tiling(net, ly, cap, elem) for ly in net.layers}
+        cut_k = {name: int(t.lengths(0).max()) for name, t in tilings.items() if t.counts[0] > 1}
+        return tilings, {"cn": {"OY": 1}, **({"cn_k": cut_k} if cut_k else {})}
     if scheme == "stream":
-        outer = dict(cn or {"OY": 1})
+        outer = dict(cn or {})
         return {ly.name: stream_tiling(net, ly, outer) for ly in net.layers}, {"cn": outer}
     if tiles is None:
         raise ValueError("the flexer scheme needs --tiles OC,OH,OW,IC")

@@ -23,7 +23,7 @@ from npusched.partition import (
 from npusched.partition.build import EdgeCache, Layout, heads, uop_edges
 from npusched.partition.instance import build_instance
 from npusched.problem.scheduling.dag import UopGraph
-from npusched.verify import verify
+from npusched.verify import check, verify
 from npusched.workload import INPUT, Layer, Network
 
 
@@ -402,6 +402,31 @@ def test_a_uop_over_its_core_memory_says_how_to_cut_finer():
 
     net, arch = resolve_network("resnet18"), load_arch("stream-hetero")
     with pytest.raises(ValueError, match=r"μop \d+ needs .* cut finer with more CNs per layer"):
-        partition_network(net, arch, "stream")
+        partition_network(net, arch, "stream", cn={"OY": 1})
     inst = partition_network(net, arch, "stream", cn={"K": 16, "OY": 1})
     assert inst.n > 0
+
+
+def test_the_default_stream_cut_halves_the_filters_of_a_layer_over_every_core():
+    """Without ``cn``, a layer whose row CN fits is cut by rows as before, and one that fits no
+    core (ResNet-18's layer4 on stream-hetero) gets its output channels halved until each CN
+    fits the largest core: the instance builds (every μop's data fits a core) and the list's
+    schedule verifies."""
+    from npusched.arch import load_arch
+    from npusched.partition.api import partition_network, resolve_network, scheme_tilings
+    from npusched.partition.schemes import stream_tiling
+
+    net, arch = resolve_network("resnet18"), load_arch("stream-hetero")
+    tilings, given = scheme_tilings(net, arch, "stream")
+    rows = {ly.name: stream_tiling(net, ly, {"OY": 1}) for ly in net.layers}
+    cut = {name for name, t in tilings.items() if t.counts != rows[name].counts}
+    assert cut and cut == set(given["cn_k"])
+    assert all(name.startswith("layer4") for name in cut)
+    for name in cut:
+        assert tilings[name].counts[1:] == rows[name].counts[1:]  # rows as before, K cut
+        assert tilings[name].counts[0] > 1
+    inst = partition_network(net, arch, "stream")
+    res = solve(inst, "list")
+    assert check(inst, res.solution).ok
+    small = resolve_network("lenet")
+    assert "cn_k" not in scheme_tilings(small, arch, "stream")[1]
