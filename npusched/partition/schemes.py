@@ -73,7 +73,7 @@ def stream_default_tiling(net: Network, layer: Layer, cap: int | None, elem_byte
     """Stream's CNs when none are given: one per output row (``OY = 1``), the output channels
     ``K`` halved (rounded up) while the largest CN (:func:`footprint`) exceeds ``cap``, the
     largest core memory (a CN may run on any core and must fit one), as the columns of a
-    tensor program's CNs are (:func:`~npusched.partition.tensor.fitting_columns`). A layer
+    tensor program's CNs are (:func:`~npusched.partition.tensor.fitting_cut`). A layer
     whose rows fit is cut as before; one whose weights alone exceed a core (ResNet-18's last
     3 × 3 convolutions on Stream's ``tpu_like_quad_core``) gets CNs that each hold a block of
     its filters, as Stream's inter-core tiling of ``K`` does."""

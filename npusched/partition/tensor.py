@@ -10,9 +10,10 @@ add the reduction ``K``. A tiling gives each loop a tile length (:func:`tile_len
   rows shared out over the compute cores), every op of the program alike, so that row block
   ``i`` of one op feeds row block ``i`` of the next; ``N`` (``--cn N=C``) and ``B`` may be cut
   too, never ``K``. Without ``N``, each op's columns are halved until one μop's operands and
-  output take at most :data:`MEMORY_SHARE` of the largest core memory (:func:`fitting_columns`:
+  output take at most :data:`MEMORY_SHARE` of the largest core memory (:func:`fitting_cut`:
   a LLaMA MLP's 4 096 × 14 336 weights are cut into column blocks, as Stream's inter-core
-  tiling cuts them over the cores);
+  tiling cuts them over the cores), and where one column's rows alone exceed it, that op's
+  rows first;
 - ``klotski`` (μtensors): ``--s B,M,K,N`` tiles heads, rows, reduction and columns (the CNN's
   ``h, w, ic, oc`` in that order); the ``K`` chunks of a ``gemm``/``matmul`` form a chain that
   carries partial sums (Klotski §III-B), and the last chunk writes the output.
@@ -83,24 +84,29 @@ def tile_lengths(prog: TensorProgram, arch: Arch, scheme: str,
     raise ValueError(f"tensor programs are cut by the stream or klotski scheme, not {scheme!r}")
 
 
-def fitting_columns(prog: TensorProgram, op: TensorOp, rows: int, budget: float,
-                    elem: int) -> int:  # fmt: skip
-    """The columns of one CN of ``op`` at ``rows`` rows: ``N`` halved (rounded up) until the
-    CN's operands and output, ``elem`` bytes each, fit ``budget`` bytes (1 at the least)."""
+def fitting_cut(prog: TensorProgram, op: TensorOp, rows: int, budget: float,
+                elem: int) -> tuple[int, int]:  # fmt: skip
+    """Rows and columns of one CN of ``op`` at ``rows`` rows: where even one column's CN
+    exceeds ``budget`` bytes (its input rows alone: the 14 336-wide rows of LLaMA's down
+    projection), the rows halved (rounded up) until it does not; then ``N`` halved until the
+    CN's operands and output, ``elem`` bytes each, fit ``budget`` (1 row and 1 column at the
+    least). A CN that fits at one column keeps its rows."""
     shape = prog.tensors[op.output].shape
     n, k = shape[-1], prog.tensors[op.inputs[0]].shape[-1]
     rows = min(rows, shape[-2]) if len(shape) > 1 else 1
     if op.kind in ("softmax", "layernorm", "rmsnorm"):
-        return n
-    while n > 1:
+        return rows, n
+
+    def need(r: int, c: int) -> int:
         if op.kind in ("gemm", "matmul"):
-            need = rows * k + k * n + rows * n
-        else:
-            need = rows * n * (len(op.inputs) + 1)
-        if need * elem <= budget:
-            break
+            return (r * k + k * c + r * c) * elem
+        return r * c * (len(op.inputs) + 1) * elem
+
+    while rows > 1 and need(rows, 1) > budget:
+        rows = -(-rows // 2)
+    while n > 1 and need(rows, n) > budget:
         n = -(-n // 2)
-    return n
+    return rows, n
 
 
 def _chunks(size: int, length: int) -> list[tuple[int, int]]:
@@ -236,8 +242,8 @@ def tensor_instance(prog: TensorProgram, arch: Arch, tiles: Mapping[str, int], m
     budget = MEMORY_SHARE * float(max(capacities(arch)))
     for op in prog.ops:
         if not prog.is_view(op):
-            auto = {} if "N" in tiles or "K" in tiles else {
-                "auto_n": fitting_columns(prog, op, tiles.get("M", 0) or 1 << 62, budget, elem)}
+            auto = {} if "N" in tiles or "K" in tiles else dict(zip(("M", "auto_n"), fitting_cut(
+                prog, op, tiles.get("M", 0) or 1 << 62, budget, elem), strict=True))
             cuts[op.name] = _Cut(prog, op, {**tiles, **auto}, n)
             n += cuts[op.name].n
     src: list[int] = []

@@ -13,7 +13,7 @@ from conftest import SHARED, needs_shared
 from npusched.arch import load_arch
 from npusched.methods import solve
 from npusched.partition.api import partition_network, resolve_network
-from npusched.partition.tensor import fitting_columns
+from npusched.partition.tensor import fitting_cut
 from npusched.verify import check
 from npusched.workload.tensor import Tensor, TensorOp, TensorProgram
 
@@ -81,8 +81,23 @@ def test_a_short_exact_solve_verifies():
 def test_columns_are_cut_until_a_cn_fits():
     prog = _mlp(16, 4096, 14336)
     up = prog.ops[1]
-    n = fitting_columns(prog, up, 4, 2 ** 21 * 0.25, 1)
+    rows, n = fitting_cut(prog, up, 4, 2 ** 21 * 0.25, 1)
+    assert rows == 4
     assert (4 * 4096 + 4096 * n + 4 * n) <= 2 ** 19 < (4 * 4096 + 4096 * 2 * n + 8 * n)
+
+
+def test_rows_are_cut_where_one_column_does_not_fit():
+    """LLaMA's down projection reads 14 336-wide rows: at 64 rows one column's CN holds
+    917 504 bytes, over a 524 288-byte budget, so its rows are halved first (to 32), then its
+    columns; the up projection (4 096-wide rows) fits at one column and keeps its rows."""
+    prog = _mlp(64, 4096, 14336)
+    down, up = prog.ops[-2], prog.ops[1]
+    assert down.kind == "gemm" and prog.tensors[down.inputs[0]].shape[-1] == 14336
+    rows, n = fitting_cut(prog, down, 64, 2 ** 19, 1)
+    need = rows * 14336 + 14336 * n + rows * n
+    assert rows == 32 and need <= 2 ** 19 < need + 14336 * n + rows * n  # columns halved last
+    assert 64 * 14336 + 14336 + 64 > 2 ** 19  # twice the rows would not fit at one column
+    assert fitting_cut(prog, up, 64, 2 ** 19, 1)[0] == 64
 
 
 def test_bad_tiles_say_which():
