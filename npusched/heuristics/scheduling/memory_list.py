@@ -317,6 +317,9 @@ class _Scheduler:
         self.layer = _layers(inst)
         self.priority = priority
         self.sent: set[tuple[int, int]] = set()
+        self.touched: list[list[int]] = [[] for _ in range(m)]  # data placed μops took, per core
+        self.evictions = 0
+        self.unfit: dict[int, tuple[int, int, int, set[int]]] = {}  # see fitting()
         self.first: dict[tuple[int, int], int] = {}  # first arrival (the required transfer)
         self.evicted: dict[tuple[int, int], int] = {}  # evicted lifetime -> when it ended
         self.in_dram: dict[int, int] = {}  # activation -> end of its write-back
@@ -427,15 +430,34 @@ class _Scheduler:
 
     def fitting(self, i: int) -> Needs | None:
         """What μop ``i`` has yet to receive (:meth:`needs`) when it fits on its core now, else
-        ``None``."""
-        mem, needs = self.mem[self.core_of[i]], self.needs(i)
-        return needs if mem.open_bits + self.new_bits(i, needs) <= mem.capacity else None
+        ``None``.
+
+        The look-ahead tries the same candidates at every step, and :meth:`needs` walks all of
+        a candidate's producers. What it needs changes only where data it needs comes to its
+        core (the data μops placed there took: :attr:`touched`) or anything is evicted, so a
+        candidate that did not fit keeps its space (:meth:`new_bits`) until then, and only the
+        core's open bits are compared with it."""
+        c = self.core_of[i]
+        mem, log, seen = self.mem[c], self.touched[c], self.unfit.get(i)
+        if seen is not None and seen[0] == self.evictions:
+            _, pos, space, srcs = seen
+            if srcs.isdisjoint(log[pos:]) and mem.open_bits + space > mem.capacity:
+                self.unfit[i] = (self.evictions, len(log), space, srcs)
+                return None
+        needs = self.needs(i)
+        space = self.new_bits(i, needs)
+        if mem.open_bits + space <= mem.capacity:
+            self.unfit.pop(i, None)
+            return needs
+        self.unfit[i] = (self.evictions, len(log), space, {x[0] for x in needs})
+        return None
 
     def place(self, i: int, needs: Needs) -> None:
         """Place μop ``i`` on its core with its data ``needs`` (:meth:`needs`, taken in this
         state): each transfer in the earliest window of its route and its core's memory."""
         c, inst, core, end = self.core_of[i], self.inst, self.core_of, self.end
         mem = self.mem[c]
+        self.touched[c].extend(x[0] for x in needs)
         est = max([self.free[c], *(end[p] for p in self.preds[i])])
         for p in self.data_preds[i]:
             if core[p] != c and (p, c) in self.arrived:
@@ -587,6 +609,7 @@ class _Scheduler:
         else (a partial copy) from the producer's core, whose copy waits for it (module
         docstring). Its later consumers there fetch it again."""
         s, c = key
+        self.evictions += 1
         since = self.arrived.pop(key, None)
         t0 = max(self.last_use[key], since if since is not None else self.end[s])
         if s >= 0 and s not in self.in_dram:
