@@ -12,8 +12,8 @@ add the reduction ``K``. A tiling gives each loop a tile length (:func:`tile_len
   too, never ``K``. Without ``N``, each op's columns are halved until one μop's operands and
   output take at most :data:`MEMORY_SHARE` of the largest core memory (:func:`fitting_cut`:
   a LLaMA MLP's 4 096 × 14 336 weights are cut into column blocks, as Stream's inter-core
-  tiling cuts them over the cores), and where one column's rows alone exceed it, that op's
-  rows first;
+  tiling cuts them over the cores), and where one column's CN alone exceeds it, that op's
+  heads and then its rows first;
 - ``klotski`` (μtensors): ``--s B,M,K,N`` tiles heads, rows, reduction and columns (the CNN's
   ``h, w, ic, oc`` in that order); the ``K`` chunks of a ``gemm``/``matmul`` form a chain that
   carries partial sums (Klotski §III-B), and the last chunk writes the output.
@@ -85,28 +85,33 @@ def tile_lengths(prog: TensorProgram, arch: Arch, scheme: str,
 
 
 def fitting_cut(prog: TensorProgram, op: TensorOp, rows: int, budget: float,
-                elem: int) -> tuple[int, int]:  # fmt: skip
-    """Rows and columns of one CN of ``op`` at ``rows`` rows: where even one column's CN
-    exceeds ``budget`` bytes (its input rows alone: the 14 336-wide rows of LLaMA's down
-    projection), the rows halved (rounded up) until it does not; then ``N`` halved until the
-    CN's operands and output, ``elem`` bytes each, fit ``budget`` (1 row and 1 column at the
-    least). A CN that fits at one column keeps its rows."""
+                elem: int) -> tuple[int, int, int]:  # fmt: skip
+    """Heads, rows and columns of one CN of ``op`` at ``rows`` rows (the heads: the tile length
+    of each leading dimension). Where even one column's CN exceeds ``budget`` bytes (its input
+    rows alone, or a softmax's rows of every head: LLaMA's 32 heads × 4 096 keys), the heads
+    are halved (rounded up) first, then the rows, until it does not; then ``N`` is halved
+    until the CN's operands and output, ``elem`` bytes each, fit ``budget`` (one head, row
+    and column at the least). Softmax and the norms keep their rows whole along ``N``. A CN
+    that fits at one column keeps its heads and rows."""
     shape = prog.tensors[op.output].shape
     n, k = shape[-1], prog.tensors[op.inputs[0]].shape[-1]
+    lead = shape[:-2]
     rows = min(rows, shape[-2]) if len(shape) > 1 else 1
-    if op.kind in ("softmax", "layernorm", "rmsnorm"):
-        return rows, n
+    whole_n = op.kind in ("softmax", "layernorm", "rmsnorm")
 
-    def need(r: int, c: int) -> int:
-        if op.kind in ("gemm", "matmul"):
-            return (r * k + k * c + r * c) * elem
-        return r * c * (len(op.inputs) + 1) * elem
+    def need(b: int, r: int, c: int) -> int:
+        per = r * k + k * c + r * c if op.kind in ("gemm", "matmul") else \
+            r * c * (len(op.inputs) + 1)
+        return math.prod(min(b, d) for d in lead) * per * elem
 
-    while rows > 1 and need(rows, 1) > budget:
+    heads, one = max(lead, default=1), n if whole_n else 1
+    while heads > 1 and need(heads, rows, one) > budget:
+        heads = -(-heads // 2)
+    while rows > 1 and need(heads, rows, one) > budget:
         rows = -(-rows // 2)
-    while n > 1 and need(rows, n) > budget:
+    while not whole_n and n > 1 and need(heads, rows, n) > budget:
         n = -(-n // 2)
-    return rows, n
+    return heads, rows, n
 
 
 def _chunks(size: int, length: int) -> list[tuple[int, int]]:
@@ -242,8 +247,8 @@ def tensor_instance(prog: TensorProgram, arch: Arch, tiles: Mapping[str, int], m
     budget = MEMORY_SHARE * float(max(capacities(arch)))
     for op in prog.ops:
         if not prog.is_view(op):
-            auto = {} if "N" in tiles or "K" in tiles else dict(zip(("M", "auto_n"), fitting_cut(
-                prog, op, tiles.get("M", 0) or 1 << 62, budget, elem), strict=True))
+            auto = {} if "N" in tiles or "K" in tiles else _auto_tiles(
+                prog, op, tiles, fitting_cut(prog, op, tiles.get("M", 0) or 1 << 62, budget, elem))
             cuts[op.name] = _Cut(prog, op, {**tiles, **auto}, n)
             n += cuts[op.name].n
     src: list[int] = []
@@ -291,6 +296,18 @@ def tensor_instance(prog: TensorProgram, arch: Arch, tiles: Mapping[str, int], m
                                np.array(us)) for (t, box), us in dram.items())  # fmt: skip
     return RoutedInstance(base, machine_topology(arch), dram=tensors, data_unit="bytes",
                           capacity=capacities(arch), layer=layer, output=output)  # fmt: skip
+
+
+def _auto_tiles(prog: TensorProgram, op: TensorOp, tiles: Mapping[str, int],
+                cut: tuple[int, int, int]) -> dict[str, int]:  # fmt: skip
+    """The tiles :func:`fitting_cut` chose for ``op``: its rows and columns, and its heads
+    where they are cut and not given."""
+    heads, rows, cols = cut
+    lead = prog.tensors[op.output].shape[:-2]
+    out = {"M": rows, "auto_n": cols}
+    if "B" not in tiles and heads < max(lead, default=1):
+        out["B"] = heads
+    return out
 
 
 def _edge(src: list[int], dst: list[int], byt: list[int], a: int, b: int, data: int) -> None:

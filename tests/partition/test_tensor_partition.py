@@ -81,7 +81,7 @@ def test_a_short_exact_solve_verifies():
 def test_columns_are_cut_until_a_cn_fits():
     prog = _mlp(16, 4096, 14336)
     up = prog.ops[1]
-    rows, n = fitting_cut(prog, up, 4, 2 ** 21 * 0.25, 1)
+    _, rows, n = fitting_cut(prog, up, 4, 2 ** 21 * 0.25, 1)
     assert rows == 4
     assert (4 * 4096 + 4096 * n + 4 * n) <= 2 ** 19 < (4 * 4096 + 4096 * 2 * n + 8 * n)
 
@@ -93,11 +93,11 @@ def test_rows_are_cut_where_one_column_does_not_fit():
     prog = _mlp(64, 4096, 14336)
     down, up = prog.ops[-2], prog.ops[1]
     assert down.kind == "gemm" and prog.tensors[down.inputs[0]].shape[-1] == 14336
-    rows, n = fitting_cut(prog, down, 64, 2 ** 19, 1)
+    _, rows, n = fitting_cut(prog, down, 64, 2 ** 19, 1)
     need = rows * 14336 + 14336 * n + rows * n
     assert rows == 32 and need <= 2 ** 19 < need + 14336 * n + rows * n  # columns halved last
     assert 64 * 14336 + 14336 + 64 > 2 ** 19  # twice the rows would not fit at one column
-    assert fitting_cut(prog, up, 64, 2 ** 19, 1)[0] == 64
+    assert fitting_cut(prog, up, 64, 2 ** 19, 1)[1] == 64
 
 
 def test_bad_tiles_say_which():
@@ -173,3 +173,21 @@ def test_flexer_and_tile_commands_take_a_tensor_program():
     assert out.stdout.count("schedules verified") == 3
     out = run_cli("tile", "--network", onnx, "--arch", "tso-nmp-8", "--workers", "1")
     assert out.returncode == 0 and out.stdout.count("TSO-burst") == 3
+
+
+def test_heads_are_cut_before_rows_where_one_softmax_row_block_does_not_fit():
+    """LLaMA-3-8B's softmax at 4 096 tokens: 256 rows of its 32 heads (8 KV groups of 4) × 4 096
+    keys take 128 MiB, so its heads are halved first (to one of each leading dimension), then
+    its rows; its keys stay whole."""
+    from npusched.workload.zoo import load_network
+
+    prog = load_network("llama3-8b-prefill-4096")
+    soft = next(op for op in prog.ops if op.kind == "softmax")
+    *lead, _, keys = prog.tensors[soft.output].shape
+    assert math.prod(lead) == 32
+    budget = 1.5 * 2 ** 20
+    b, rows, n = fitting_cut(prog, soft, 256, budget, 2)
+    assert n == keys and b == 1 and 1 < rows < 256
+    assert rows * keys * 2 * 2 <= budget < 2 * rows * keys * 2 * 2
+    whole = 32 * 256 * keys * 2 * 2
+    assert fitting_cut(prog, soft, 256, whole, 2) == (max(lead), 256, keys)
