@@ -236,6 +236,26 @@ def cost_model_of(args: argparse.Namespace, arch: Any) -> Any:
     return cost_model(name, arch)
 
 
+def dim_pair(text: str) -> tuple[str, int]:
+    """``NAME=N`` of ``--dim``: a symbolic dimension and its size (a positive integer)."""
+    name, eq, value = text.partition("=")
+    if not eq or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=N, got {text!r}")
+    return name.strip(), positive_int(value)
+
+
+def dims_option(parser: argparse.ArgumentParser) -> None:
+    """``--dim NAME=N`` (repeatable): the size of an ONNX input's symbolic dimension."""
+    parser.add_argument("--dim", action="append", default=[], type=dim_pair, metavar="NAME=N",
+                        help="size of an ONNX input's symbolic dimension, e.g. --dim seq=256 "
+                             "(repeatable)")  # fmt: skip
+
+
+def dims_of(args: argparse.Namespace) -> dict[str, int]:
+    """The ``--dim`` values as a dict (the last of a repeated name wins)."""
+    return dict(getattr(args, "dim", None) or [])
+
+
 def each_network(net: Any, run_one: Any, args: argparse.Namespace) -> int:
     """``run_one(args, net)`` on a CNN, or on each GEMM and matmul of a tensor program
     (:meth:`~npusched.workload.tensor.TensorProgram.gemm_networks`); the worst exit code."""

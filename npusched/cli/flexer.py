@@ -37,7 +37,7 @@ import json
 from typing import Any
 
 from npusched.arch import flexer_arch_name
-from npusched.cli.args import each_network, positive_int
+from npusched.cli.args import dims_of, dims_option, each_network, positive_int
 from npusched.problem.flexer.settings import MEM_POLICIES, PRIORITIES, Settings
 
 #: ``--scheduler``: the out-of-order search, ``flexer-lns`` (the default), ``flexer-beam`` or
@@ -61,6 +61,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=__doc__.split("\n\n")[0] if __doc__ else None,
     )
     f.add_argument("--network", required=True, help="zoo name or network .json / .onnx")
+    dims_option(f)
     f.add_argument("--arch", required=True, help="arch1..arch8 (Table 1), a name or a .json")
     f.add_argument("--layers", help="comma-separated layer names (default: every conv and fc)")
     f.add_argument(
@@ -142,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     matmul of a tensor program, :meth:`~npusched.workload.tensor.TensorProgram.gemm_networks`)."""
     from npusched.partition.api import resolve_network
 
-    net = resolve_network(args.network)
+    net = resolve_network(args.network, dims_of(args))
     return each_network(net, _run_one, args)
 
 

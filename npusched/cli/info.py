@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from npusched.cli.args import FREE, NO_MEMORY, flag, positive_int
+from npusched.cli.args import FREE, NO_MEMORY, dims_of, dims_option, flag, positive_int
 
 
 def instance_info(inst) -> dict:
@@ -196,7 +196,7 @@ def _describe(args: argparse.Namespace, kind: str) -> int:
     else:
         from npusched.partition.api import resolve_network
 
-        info = network_info(resolve_network(args.instance), args.bits)
+        info = network_info(resolve_network(args.instance, dims_of(args)), args.bits)
     if args.json:
         print(json.dumps(info))
         return 0
@@ -229,6 +229,7 @@ def add_parser(sub: Any) -> None:
                    ".onnx)")
     i.add_argument("--bits", type=positive_int, default=8,
                    help="bits per element of a network's bytes (default 8)")
+    dims_option(i)
     i.add_argument("--cores", type=positive_int, help="number of cores for an .stg file")
     flag(i, "--free-allocation", FREE)
     flag(i, "--no-memory", NO_MEMORY)

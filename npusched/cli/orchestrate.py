@@ -15,6 +15,8 @@ from typing import Any
 
 from npusched.cli.args import (
     cost_model_of,
+    dims_of,
+    dims_option,
     executor_spec,
     machine_options,
     output_dir,
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from npusched.search.orchestrate import orchestrate
     from npusched.search.space import MAX_UOPS
 
-    net, arch = resolve_network(args.network), load_arch(args.arch)
+    net, arch = resolve_network(args.network, dims_of(args)), load_arch(args.arch)
     out = Path(args.out_dir)
     if hasattr(net, "gemm_networks"):  # a tensor program: BO over its tiles B, M, K, N
         return _program(net, arch, out, args)
@@ -195,6 +197,7 @@ def add_parser(sub: Any) -> None:
     Klotski's BO-guided partition, scheduling and mapping."""
     o = sub.add_parser("orchestrate", help="BO over Klotski partitions, then the exact stages")
     o.add_argument("--network", required=True, help="zoo name, network .json or .onnx")
+    dims_option(o)
     o.add_argument("--arch", required=True, help="architecture name (klotski-3x3, ...) or .json")
     o.add_argument("--budget", type=positive_int, default=50, help="evaluations (default 50)")
     o.add_argument("--objective", choices=["entropy", "makespan"], default="entropy",

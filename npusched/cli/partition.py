@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from npusched.cli.args import cost_model_of, flag, machine_options, output_file
+from npusched.cli.args import (
+    cost_model_of,
+    dims_of,
+    dims_option,
+    flag,
+    machine_options,
+    output_file,
+)
 
 
 def ints(text: str, n: int, what: str) -> tuple[int, ...]:
@@ -49,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from npusched.io import write_instance
     from npusched.partition.api import partition_network, resolve_network
 
-    net = resolve_network(args.network)
+    net = resolve_network(args.network, dims_of(args))
     arch = load_arch(args.arch)
     cn = None
     if args.cn:
@@ -86,6 +93,7 @@ def add_parser(sub: Any) -> None:
     Klotski's, Stream's and Flexer's schemes."""
     pa = sub.add_parser("partition", help="cut a network into μops / CNs on an architecture")
     pa.add_argument("--network", required=True, help="zoo name, network .json or .onnx")
+    dims_option(pa)
     pa.add_argument("--arch", required=True, help="architecture name or .json")
     pa.add_argument("--scheme", required=True, choices=["klotski", "stream", "flexer"])
     pa.add_argument("--s", help="klotski: μtensor H,W,IC,OC")

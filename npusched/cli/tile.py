@@ -17,7 +17,7 @@ import json
 import math
 from typing import Any
 
-from npusched.cli.args import each_network, positive_float, positive_int
+from npusched.cli.args import dims_of, dims_option, each_network, positive_float, positive_int
 from npusched.problem.tiling import MODELS, TLE_SLICINGS, TLT_SCHEDULES
 
 
@@ -36,6 +36,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     t.add_argument("--network", required=True,
                    help="zoo name, network .json or .onnx (a tensor program: each GEMM)")
+    dims_option(t)
     t.add_argument("--arch", required=True, help="architecture name (e.g. tso-nmp-16) or .json")
     t.add_argument(
         "--model",
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from npusched.partition.api import resolve_network
 
-    net = resolve_network(args.network)
+    net = resolve_network(args.network, dims_of(args))
     return each_network(net, _run_one, args)
 
 

@@ -59,6 +59,9 @@ BINARY = {"Mul": "mul", "Add": "add", "Sub": "sub", "Div": "div", "Pow": "mul"}
 NORMS = {"LayerNormalization": "layernorm", "RMSNormalization": "rmsnorm",
          "SimplifiedLayerNormalization": "rmsnorm"}  # fmt: skip
 LEADING = ("batch", "heads", "group")
+SUPPORTED = tuple(sorted({"MatMul", "Gemm", "Transpose", "Reshape", "Softmax", "Split",
+                          "Identity", "Constant", *UNARY, *BINARY, *NORMS}))  # fmt: skip
+"""ONNX operators a tensor program is read from (the module docstring's table)."""
 
 
 def _dims(vi: Any) -> list[int | str]:
@@ -72,16 +75,35 @@ def is_cnn(model: onnx.ModelProto) -> bool:
     return len(inputs) == 1 and len(_dims(inputs[0])) == 4
 
 
-def read_workload_onnx(path: str | os.PathLike[str], name: str | None = None) -> Any:
+def read_workload_onnx(path: str | os.PathLike[str], name: str | None = None,
+                       dims: dict[str, int] | None = None) -> Any:  # fmt: skip
     """An ONNX file as a CNN :class:`~npusched.workload.network.Network` or a
-    :class:`~npusched.workload.tensor.TensorProgram` (module docstring)."""
+    :class:`~npusched.workload.tensor.TensorProgram` (module docstring); ``dims`` gives the
+    graph inputs' symbolic dimensions their values (:func:`set_dims`, ``--dim NAME=N``)."""
     path = str(path)
     model = load_model(path)
+    set_dims(model, path, dims or {})
     if is_cnn(model):
         from npusched.io.onnx_import import read_onnx
 
         return read_onnx(path, name)
     return read_tensor_onnx(model, path, name or Path(path).stem)
+
+
+def set_dims(model: onnx.ModelProto, path: str, dims: dict[str, int]) -> None:
+    """Give each graph input's symbolic dimension (``dim_param``) named in ``dims`` its value;
+    a name no input has, or a value below 1, is an :class:`InputError`."""
+    found: set[str] = set()
+    for vi in model.graph.input:
+        for d in vi.type.tensor_type.shape.dim:
+            if d.dim_param in dims:
+                found.add(d.dim_param)
+                d.dim_value = dims[d.dim_param]
+    for key, value in dims.items():
+        if key not in found:
+            raise InputError(path, f"--dim {key}", "no graph input has a dimension of that name")
+        if value < 1:
+            raise InputError(path, f"--dim {key}", f"a dimension needs a size >= 1, got {value}")
 
 
 def _names(rank: int, role: str) -> tuple[str, ...]:
@@ -105,8 +127,13 @@ def read_tensor_onnx(model: onnx.ModelProto, path: str, name: str) -> TensorProg
     for vi in [*g.input, *g.value_info, *g.output]:
         dims = _dims(vi)
         if vi.name not in shapes and dims:
-            if any(not isinstance(d, int) or d < 1 for d in dims):
-                raise InputError(path, f"graph.input {vi.name}", f"symbolic or zero size {dims}")
+            free = [d for d in dims if not isinstance(d, int)]
+            if free:
+                raise InputError(path, f"graph.input {vi.name}",
+                                 f"dimension {free[0]!r} of {dims} has no value; give it one "
+                                 f"with --dim {free[0]}=N")  # fmt: skip
+            if any(int(d) < 1 for d in dims):
+                raise InputError(path, f"graph.input {vi.name}", f"zero size in {dims}")
             shapes[vi.name] = tuple(int(d) for d in dims)
     for node in g.node:  # Constant nodes: values
         if node.op_type == "Constant":
@@ -216,7 +243,8 @@ class _Ops:
             if len(acts) == 1:
                 return self._emit(node, "eltwise", acts, fn="scale")
             return self._emit(node, "eltwise", ins, fn=BINARY[op])
-        raise self._fail(node, "operator not supported in tensor programs")
+        raise self._fail(node, f"operator not supported in tensor programs; supported: "
+                               f"{', '.join(SUPPORTED)}")
 
     def _split(self, node: onnx.NodeProto, ins: list[str], attrs: dict[str, Any]) -> None:
         shape = self.shapes[ins[0]]

@@ -44,15 +44,18 @@ SCHEMES = ("klotski", "stream", "flexer")
 MACHINES = ("routed", "compute-only")
 
 
-def resolve_network(spec: str) -> Any:
+def resolve_network(spec: str, dims: dict[str, int] | None = None) -> Any:
     """The one entry of workloads: a zoo name, a network JSON file, or an ONNX file (a CNN
     :class:`~npusched.workload.network.Network`, or a
     :class:`~npusched.workload.tensor.TensorProgram`,
-    :func:`~npusched.io.onnx_tensor.read_workload_onnx`)."""
+    :func:`~npusched.io.onnx_tensor.read_workload_onnx`, its symbolic dimensions set by
+    ``dims``)."""
     if spec.endswith(".onnx"):
         from npusched.io.onnx_tensor import read_workload_onnx
 
-        return read_workload_onnx(spec)
+        return read_workload_onnx(spec, dims=dims)
+    if dims:
+        raise ValueError(f"--dim sets an ONNX file's symbolic dimensions; {spec} is not one")
     from npusched.workload.zoo import load_network
 
     return load_network(spec)

@@ -3,10 +3,12 @@ a block exported by torch, counted by hand; CNNs still import as networks; bad g
 
 from __future__ import annotations
 
+import json
+
 import onnx
 import pytest
 import torch
-from conftest import SHARED, needs_shared
+from conftest import SHARED, needs_shared, run_cli
 from onnx import TensorProto, helper
 
 from npusched.common.errors import InputError
@@ -93,8 +95,31 @@ def test_bad_graphs_name_the_node(tmp_path):
         read_workload_onnx(path)
     odd = _model([helper.make_node("Hardmax", ["x"], ["y"], name="hm")], [x], [y])
     onnx.save(odd, str(path))
-    with pytest.raises(InputError, match=r"node hm \(Hardmax\): operator not supported"):
+    with pytest.raises(InputError, match=r"node hm \(Hardmax\): operator not supported.*"
+                                         r"supported: Add, .*MatMul, .*Softmax"):
         read_workload_onnx(path)
     path.write_bytes(b"not onnx")
     with pytest.raises(InputError, match="not a readable ONNX model"):
         read_workload_onnx(path)
+
+
+def test_a_symbolic_dimension_is_set_by_dim_else_named(tmp_path):
+    """An input of shape ``[seq, 32]``: without a value the error names the dimension and the
+    option that sets it; ``dims`` (``--dim seq=N``) gives it one, and the MACs follow; a name no
+    input has is refused; on the command line all of it exits 2 with the message."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq", 32])
+    w = helper.make_tensor_value_info("w", TensorProto.FLOAT, [32, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["seq", 8])
+    path = tmp_path / "dyn.onnx"
+    onnx.save(_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [x, w], [y]),
+              str(path))  # fmt: skip
+    with pytest.raises(InputError, match=r"dimension 'seq' .* has no value.*--dim seq=N"):
+        read_workload_onnx(path)
+    for seq in (1, 100):
+        assert read_workload_onnx(path, dims={"seq": seq}).macs() == seq * 32 * 8
+    with pytest.raises(InputError, match=r"--dim sq: no graph input has a dimension"):
+        read_workload_onnx(path, dims={"sq": 4})
+    bad = run_cli("info", str(path))
+    assert bad.returncode == 2 and "--dim seq=N" in bad.stderr and "Traceback" not in bad.stderr
+    good = run_cli("info", str(path), "--dim", "seq=100", "--json")
+    assert good.returncode == 0 and json.loads(good.stdout)["total_macs"] == 100 * 32 * 8
