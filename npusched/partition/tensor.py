@@ -134,12 +134,17 @@ class _Cut:
         kdim = prog.tensors[op.inputs[0]].shape[-1] if op.kind in ("gemm", "matmul") else 1
         self.k = _chunks(kdim, tiles.get("K", 0)) if op.kind in ("gemm", "matmul") else [(0, 1)]
         self.grid = tuple(len(c) for c in self.out_chunks)
+        self.length = tuple(c[0][1] - c[0][0] for c in self.out_chunks)  # regular chunks
         self.first = first
         self.n = math.prod(self.grid) * len(self.k)
+        steps = [len(self.k)]
+        for g in reversed(self.grid[1:]):
+            steps.append(steps[-1] * g)
+        self.steps = tuple(reversed(steps))  # μops per step of each output dimension
 
     def uop(self, cell: tuple[int, ...], j: int) -> int:
         """The μop of output cell ``cell`` and reduction chunk ``j``."""
-        return self.first + int(np.ravel_multi_index(cell, self.grid)) * len(self.k) + j
+        return self.first + sum(c * s for c, s in zip(cell, self.steps, strict=True)) + j
 
     def cells(self) -> Any:
         return itertools.product(*(range(g) for g in self.grid))
@@ -214,17 +219,19 @@ def _bounding(box: Box, shape: tuple[int, ...], src: tuple[int, ...]) -> Box:
 
 
 def _overlap(a: Box, b: Box) -> int:
-    return math.prod(max(0, min(x1, y1) - max(x0, y0)) for (x0, x1), (y0, y1) in
-                     zip(a, b, strict=True))  # fmt: skip
+    size = 1
+    for (x0, x1), (y0, y1) in zip(a, b, strict=True):
+        size *= max(0, min(x1, y1) - max(x0, y0))
+    return size
 
 
 def _producers(cut: _Cut, box: Box) -> Any:
-    """Cells of ``cut`` whose output boxes overlap ``box``."""
-    ranges = []
-    for d, chunks in enumerate(cut.out_chunks):
-        lo, hi = box[d]
-        ranges.append([c for c, (a, b) in enumerate(chunks) if a < hi and b > lo])
-    return itertools.product(*ranges)
+    """Cells of ``cut`` whose output boxes overlap ``box``: per dimension the chunks from the
+    one holding its first index to the one holding its last (chunks are regular, so by
+    division, whatever their number)."""
+    return itertools.product(*(range(lo // ln, min(g, -(-hi // ln)) if hi > lo else 0)
+                               for (lo, hi), ln, g in zip(box, cut.length, cut.grid,
+                                                          strict=True)))  # fmt: skip
 
 
 def _shape(prog: TensorProgram, op: TensorOp, out: Box, red: tuple[int, int]) -> TileShape:
