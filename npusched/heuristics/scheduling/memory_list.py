@@ -318,7 +318,7 @@ class _Scheduler:
         self.priority = priority
         self.sent: set[tuple[int, int]] = set()
         self.touched: list[list[int]] = [[] for _ in range(m)]  # data placed μops took, per core
-        self.evictions = 0
+        self.evictions = [0] * (m + 1)  # evictions from each core, and in all (the last)
         self.unfit: dict[int, tuple[int, int, int, set[int]]] = {}  # see fitting()
         self.first: dict[tuple[int, int], int] = {}  # first arrival (the required transfer)
         self.evicted: dict[tuple[int, int], int] = {}  # evicted lifetime -> when it ended
@@ -433,23 +433,25 @@ class _Scheduler:
         ``None``.
 
         The look-ahead tries the same candidates at every step, and :meth:`needs` walks all of
-        a candidate's producers. What it needs changes only where data it needs comes to its
-        core (the data μops placed there took: :attr:`touched`) or anything is evicted, so a
-        candidate that did not fit keeps its space (:meth:`new_bits`) until then, and only the
-        core's open bits are compared with it."""
+        a candidate's producers. The space it takes (:meth:`new_bits`) changes only where data
+        it needs comes to its core (the data μops placed there took: :attr:`touched`) or data
+        is evicted from its core; for a streamed candidate also where any is evicted (a copy
+        then comes from DRAM, which it does not keep). A candidate that did not fit keeps its
+        space until then, and only the core's open bits are compared with it."""
         c = self.core_of[i]
         mem, log, seen = self.mem[c], self.touched[c], self.unfit.get(i)
-        if seen is not None and seen[0] == self.evictions:
+        evictions = self.evictions[-1 if self.streamed[i] else c]
+        if seen is not None and seen[0] == evictions:
             _, pos, space, srcs = seen
             if srcs.isdisjoint(log[pos:]) and mem.open_bits + space > mem.capacity:
-                self.unfit[i] = (self.evictions, len(log), space, srcs)
+                self.unfit[i] = (evictions, len(log), space, srcs)
                 return None
         needs = self.needs(i)
         space = self.new_bits(i, needs)
         if mem.open_bits + space <= mem.capacity:
             self.unfit.pop(i, None)
             return needs
-        self.unfit[i] = (self.evictions, len(log), space, {x[0] for x in needs})
+        self.unfit[i] = (evictions, len(log), space, {x[0] for x in needs})
         return None
 
     def place(self, i: int, needs: Needs) -> None:
@@ -609,7 +611,8 @@ class _Scheduler:
         else (a partial copy) from the producer's core, whose copy waits for it (module
         docstring). Its later consumers there fetch it again."""
         s, c = key
-        self.evictions += 1
+        self.evictions[c] += 1
+        self.evictions[-1] += 1
         since = self.arrived.pop(key, None)
         t0 = max(self.last_use[key], since if since is not None else self.end[s])
         if s >= 0 and s not in self.in_dram:
