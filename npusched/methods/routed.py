@@ -25,46 +25,71 @@ from npusched.problem.scheduling.routed_relax import (
 )
 from npusched.solvers.result import Result, Status, TracePoint
 
+ALLOCATIONS = ("compute", "routed", "layers")
+"""The allocations :func:`memory_list_best` tries on a free allocation (:func:`list_cores`)."""
 
-def with_allocation(instance: RoutedInstance, routed: bool = False) -> RoutedInstance:
+
+def list_cores(instance: RoutedInstance, how: str) -> np.ndarray:
+    """A core per μop: ``compute``, the priority list's on the instance's compute-only view
+    (earliest finish with transfer delays, no contention, no memory); ``routed``, the routed
+    list's (:func:`~npusched.heuristics.scheduling.routed_list.routed_list_schedule`: transfers
+    booked on contended links and DRAM tensors fetched over the off-chip port, so a core that
+    already holds a weight finishes its next reader first); ``layers``, one core per layer as
+    Stream allocates (each layer's weights fetched once), the layers by decreasing work each
+    to the core where the load it ends with is least (LPT), among the cores all its μops may
+    use."""
+    if how == "compute":
+        return list_schedule(instance.base, "blevel").core
+    if how == "routed":
+        return routed_list_schedule(instance).core
+    if how != "layers" or instance.layer is None:
+        raise ValueError(f"no {how!r} allocation for {instance.name}")
+    layer, mask, dur = instance.layer, instance.mask, instance.duration
+    load = np.zeros(instance.m)
+    core = np.zeros(instance.n, dtype=np.int64)
+    members = [np.flatnonzero(layer == ly) for ly in np.unique(layer)]
+    work = [dur[u].sum(axis=0) for u in members]
+    for k in np.argsort([-w.min() for w in work], kind="stable").tolist():
+        ok = mask[members[k]].all(axis=0)
+        if not ok.any():
+            raise ValueError(f"no core may run every μop of layer {int(layer[members[k][0]])}")
+        best = int(np.argmin(np.where(ok, load + work[k], np.inf)))
+        core[members[k]], load[best] = best, load[best] + work[k][best]
+    return core
+
+
+def with_allocation(instance: RoutedInstance, how: str = "compute") -> RoutedInstance:
     """``instance`` with a preferred allocation for the memory-aware list, which needs one: the
-    instance's own (Stream's), else the cores a list chooses, fitted to the memories
-    (:func:`fit_allocation`). That list is the priority list on the instance's compute-only
-    view (earliest finish with transfer delays, no contention, no memory), or with ``routed``
-    the routed list (:func:`~npusched.heuristics.scheduling.routed_list.routed_list_schedule`:
-    transfers booked on contended links and DRAM tensors fetched over the off-chip port, so a
-    core that already holds a weight finishes its next reader first). A partition's allocation
-    is free."""
+    instance's own (Stream's), else :func:`list_cores` ``how``, fitted to the memories
+    (:func:`fit_allocation`). A partition's allocation is free."""
     if instance.fixed_allocation or instance.preferred is not None:
         return instance
-    if routed:
-        core = routed_list_schedule(instance).core
-    else:
-        core = list_schedule(instance.base, "blevel").core
+    core = list_cores(instance, how)
     if not instance.mask[np.arange(instance.n), core].all():
         raise ValueError("the list's allocation leaves a μop's allowed cores; give a preferred one")
     return dataclasses.replace(instance, preferred=fit_allocation(instance, core))
 
 
 def memory_list_best(instance: RoutedInstance, priority: str) -> RoutedSchedule:
-    """The memory-aware list on the instance's allocation or, on a free one, the shorter of its
-    schedules on the two allocations of :func:`with_allocation`. The compute-only list spreads
-    a layer's μops over every core, each fetching the layer's weights again; where the
+    """The memory-aware list on the instance's allocation or, on a free one, the shortest of
+    its schedules on the :data:`ALLOCATIONS` (:func:`list_cores`). The compute-only list
+    spreads a layer's μops over every core, each fetching the layer's weights again; where the
     off-chip port is narrow (Stream's ``simba``: 8 bytes a cycle for 36 cores) the routed
-    list's allocation, which keeps weights where they are, is several times shorter.
+    list's allocation, which keeps weights where they are, and the allocation of one core per
+    layer are several times shorter.
 
     Raises
     ------
     MemoryDeadlock
-        Neither allocation fits the memories, even by evicting (the first one's reason).
+        No allocation fits the memories, even by evicting (the first one's reason).
     """
     if instance.fixed_allocation or instance.preferred is not None:
         return memory_list_schedule(with_allocation(instance), priority)
     found: list[RoutedSchedule] = []
     failed: MemoryDeadlock | ValueError | None = None
-    for routed in (False, True):
+    for how in ALLOCATIONS if instance.layer is not None else ALLOCATIONS[:2]:
         try:
-            found.append(memory_list_schedule(with_allocation(instance, routed), priority))
+            found.append(memory_list_schedule(with_allocation(instance, how), priority))
         except (MemoryDeadlock, ValueError) as err:
             failed = failed or err
     if not found:

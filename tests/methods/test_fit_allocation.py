@@ -12,7 +12,7 @@ from npusched.arch import load_arch
 from npusched.heuristics.scheduling.list_scheduling import list_schedule
 from npusched.heuristics.scheduling.memory_list import memory_list_schedule
 from npusched.methods import solve
-from npusched.methods.routed import fit_allocation, memory_list_best, with_allocation
+from npusched.methods.routed import fit_allocation, list_cores, memory_list_best, with_allocation
 from npusched.partition.api import partition_network, resolve_network
 from npusched.verify import check
 
@@ -68,12 +68,29 @@ def test_the_list_takes_the_shorter_of_the_two_allocations():
     onnx = stream / "workload" / "2conv_1_8_32_32_16_32_3.onnx"
     inst = partition_network(resolve_network(str(onnx)),
                              load_arch(stream / "hardware" / "simba.yaml"), "stream")  # fmt: skip
-    spread, kept = (memory_list_schedule(with_allocation(inst, routed), "latency")
-                    for routed in (False, True))  # fmt: skip
+    spread, kept = (memory_list_schedule(with_allocation(inst, how), "latency")
+                    for how in ("compute", "routed"))  # fmt: skip
     assert check(inst, spread).ok and check(inst, kept).ok
     assert kept.makespan(inst) < spread.makespan(inst)
     assert len(set(kept.core.tolist())) < len(set(spread.core.tolist()))
-    best = memory_list_best(inst, "latency")
-    assert best.makespan(inst) == kept.makespan(inst)
+    layers = memory_list_schedule(with_allocation(inst, "layers"), "latency")
+    assert check(inst, layers).ok
+    shortest = min(s.makespan(inst) for s in (spread, kept, layers))
+    assert memory_list_best(inst, "latency").makespan(inst) == shortest
     res = solve(inst, "list")
-    assert res.objective == kept.makespan(inst) and check(inst, res.solution).ok
+    assert res.objective == shortest and check(inst, res.solution).ok
+
+
+def test_the_layer_allocation_gives_each_layer_one_core_by_lpt():
+    """One core per layer: every μop of a layer on the same core, the layers by decreasing
+    work each to the core where the load it ends with is least (so the largest layers take
+    different cores while cores are free)."""
+    inst = fsrcnn((128, 128, 64, 64))
+    core = list_cores(inst, "layers")
+    for ly in np.unique(inst.layer):
+        assert np.unique(core[inst.layer == ly]).size == 1
+    work = np.bincount(inst.layer, weights=inst.min_duration)
+    top = np.argsort(-work, kind="stable")[: inst.m]
+    assert np.unique([core[inst.layer == ly][0] for ly in top]).size == min(inst.m, top.size)
+    with pytest.raises(ValueError, match="no 'spread' allocation"):
+        list_cores(inst, "spread")
