@@ -53,6 +53,9 @@ def run_case(tokens: int, arch_name: str, list_max: int) -> dict[str, Any]:
         return row
     t1 = time.perf_counter()
     res = solve(inst, "list")
+    if res.solution is None:  # the list found no schedule within the memories: say why
+        row["list"] = f"failed after {time.perf_counter() - t1:.0f} s: {res.message}"
+        return row
     row.update(list_s=round(time.perf_counter() - t1, 1), makespan=res.objective,
                verified=check(inst, res.solution).ok, list_peak_mib=round(peak_mib()))  # fmt: skip
     return row

@@ -81,7 +81,8 @@ def memory_list_best(instance: RoutedInstance, priority: str) -> RoutedSchedule:
     Raises
     ------
     MemoryDeadlock
-        No allocation fits the memories, even by evicting (the first one's reason).
+        No allocation fits the memories, even by evicting, or none can be fitted to them
+        (:func:`fit_allocation`): the first one's reason.
     """
     if instance.fixed_allocation or instance.preferred is not None:
         return memory_list_schedule(with_allocation(instance), priority)
@@ -94,7 +95,7 @@ def memory_list_best(instance: RoutedInstance, priority: str) -> RoutedSchedule:
             failed = failed or err
     if not found:
         assert failed is not None
-        raise failed
+        raise MemoryDeadlock(f"no allocation of the list fits the memories: {failed}")
     return min(found, key=lambda s: s.makespan(instance))
 
 

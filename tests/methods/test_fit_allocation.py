@@ -94,3 +94,19 @@ def test_the_layer_allocation_gives_each_layer_one_core_by_lpt():
     assert np.unique([core[inst.layer == ly][0] for ly in top]).size == min(inst.m, top.size)
     with pytest.raises(ValueError, match="no 'spread' allocation"):
         list_cores(inst, "spread")
+
+
+def test_no_allocation_that_fits_is_the_lists_failure_not_bad_input(monkeypatch):
+    """Where no allocation of the list can be fitted to the memories (here every one is the
+    compute-only list's, which cannot be on this cut), ``solve`` returns the list's failure
+    with the reason and the bound (the command exits 3), not a ``ValueError``."""
+    import npusched.methods.routed as routed
+
+    inst = fsrcnn((128, 128, 32, 32))
+    monkeypatch.setattr(routed, "list_cores",
+                        lambda instance, how: list_schedule(instance.base, "blevel").core)
+    res = solve(inst, "list")
+    assert res.status.value == "error" and res.solution is None
+    assert "no allocation of the list fits the memories" in res.message
+    assert "no move of a μop" in res.message
+    assert res.bound == inst.lower_bound()
