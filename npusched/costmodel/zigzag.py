@@ -278,7 +278,7 @@ class ZigZagCost:
         t0 = time.perf_counter()
 
         def call() -> tuple[str, Any]:
-            return _attempt(acc, layer, mapping, self.engine, self.lpf_limit)
+            return attempt(acc, layer, mapping, self.engine, self.lpf_limit)
 
         if self.time_limit is None:
             how, answer = "done", call()
@@ -527,7 +527,7 @@ class _Rejected(Exception):
     """ZigZag's validator rejects the accelerator description."""
 
 
-def _attempt(
+def attempt(
     acc: dict[str, Any], layer: dict[str, Any], mapping: dict[str, Any], engine: str, lpf_limit: int
 ) -> tuple[str, Any]:
     """:func:`_evaluate` with its failures as data (they cross a process boundary):
