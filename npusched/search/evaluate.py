@@ -222,8 +222,11 @@ def _routed_two_stages(
     max_nonzeros: int,
 ) -> tuple[Result, dict[str, Any]]:
     """:func:`two_stages` on the compute-only view of ``inst``, its plan executed on ``inst``;
-    ``warm`` is kept when it is shorter."""
+    ``warm`` (default: the list's schedule on ``inst``) is kept when it is shorter."""
     t0 = time.perf_counter()
+    if warm is None:
+        listed = solve(inst, "list", threads=threads, seed=seed).solution
+        warm = listed if isinstance(listed, RoutedSchedule) else None
     res, info = two_stages(inst.base, time_limit, threads, seed, None, max_nonzeros)
     plan = res.solution
     assert isinstance(plan, Schedule)
