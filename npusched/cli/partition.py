@@ -32,6 +32,15 @@ def ints(text: str, n: int, what: str) -> tuple[int, ...]:
     return values
 
 
+def precision_of(text: str) -> str | int:
+    """``--precision``: ``arch``, ``workload`` or a positive number of bits."""
+    if text in ("arch", "workload"):
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"--precision takes arch, workload or a number of bits, got {text!r}")
+    return int(text)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``npusched partition``: cut ``--network`` on ``--arch`` by ``--scheme`` (Klotski's
     μtensor ``--s``, Stream's CN loops ``--cn``, Flexer's ``--tiles`` and ``--loop-order``) with
@@ -54,10 +63,10 @@ def run(args: argparse.Namespace) -> int:
     """
     from npusched.arch import load_arch
     from npusched.io import write_instance
-    from npusched.partition.api import partition_network, resolve_network
+    from npusched.partition.api import partition_network, priced_arch, resolve_network
 
     net = resolve_network(args.network, dims_of(args))
-    arch = load_arch(args.arch)
+    arch = priced_arch(net, load_arch(args.arch), precision_of(args.precision))
     cn = None
     if args.cn:
         cn = {}
@@ -80,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"wrote {args.output}: {inst.n} μops, {inst.graph.num_edges} edges on {inst.m} cores "
         f"({net.name}, {arch.name}, {args.scheme}; {args.machine} machine, "
-        f"{inst.source['cost']} costs)"
+        f"{inst.source['cost']} costs, {arch.precision_bits}-bit elements)"
     )
     if fallbacks := inst.source.get("cost_fallbacks"):
         print(f"  {len(fallbacks)} tile shapes took the analytic latency instead: "
@@ -102,6 +111,9 @@ def add_parser(sub: Any) -> None:
                     "with K halved in a layer whose CN fits no core)")
     pa.add_argument("--tiles", help="flexer: tile sizes OC,OH,OW,IC")
     pa.add_argument("--loop-order", default="K,OY,OX,C", help="flexer: loop order, outermost first")
+    pa.add_argument("--precision", default="arch", metavar="arch|workload|BITS",
+                    help="element width of every tensor: the arch's (default), the workload's "
+                    "(an ONNX file's element type, as Stream prices it) or a number of bits")
     machine_options(pa)
     pa.add_argument("-o", "--output", type=output_file, required=True)
     pa.set_defaults(func=run)

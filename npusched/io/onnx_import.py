@@ -81,6 +81,7 @@ from npusched.io.onnx_merge import MergeOps
 from npusched.io.onnx_state import (
     NUMPY_BINARY,
     Act,
+    element_bits,
     external_location,
     load_external,
     load_model,
@@ -189,6 +190,7 @@ class Importer(LayerOps, MergeOps):
             "unfolded_batchnorm": self.unfolded_bn,
             "absorbed": dict(sorted(self.absorbed.items())),
             "external_data": self.external_files,
+            "precision_bits": element_bits(self.model),
         }
         try:
             return Network(name, input_shape, tuple(self.layers), source)

@@ -261,3 +261,21 @@ def load_model(path: str) -> onnx.ModelProto:
     if not model.graph.node:
         raise InputError(path, "graph", "no nodes (empty or not an ONNX model)")
     return model
+
+
+SUB_BYTE = {onnx.TensorProto.INT4: 4, onnx.TensorProto.UINT4: 4}
+"""Element types narrower than the one byte numpy stores them in: their bits."""
+
+
+def element_bits(model: onnx.ModelProto) -> int | None:
+    """Bits of one element of the graph's first non-constant input (else its first
+    initializer): the type the workload computes in, as Stream 2.1.1 prices every operand
+    (``stream/stages/estimation/zigzag_cost_estimator.py``, ``create_operand_precision``);
+    ``None`` where the graph declares no typed tensor."""
+    inits = {t.name for t in model.graph.initializer}
+    types = [i.type.tensor_type.elem_type for i in model.graph.input if i.name not in inits]
+    types += [t.data_type for t in model.graph.initializer]
+    for t in types:
+        if t:
+            return SUB_BYTE.get(t) or onnx.helper.tensor_dtype_to_np_dtype(t).itemsize * 8
+    return None

@@ -50,7 +50,7 @@ import onnx
 from onnx import helper
 
 from npusched.common.errors import InputError
-from npusched.io.onnx_state import load_model
+from npusched.io.onnx_state import element_bits, load_model
 from npusched.workload.tensor import Tensor, TensorOp, TensorProgram
 
 UNARY = {"Silu": "silu", "Gelu": "gelu", "Relu": "relu", "Exp": "exp", "Sigmoid": "sigmoid",
@@ -164,7 +164,8 @@ def read_tensor_onnx(model: onnx.ModelProto, path: str, name: str) -> TensorProg
     try:
         return TensorProgram(name, tensors, tuple(ops.out), {
             "format": "onnx", "file": path, "producer": model.producer_name,
-            "opset": max((o.version for o in model.opset_import), default=0)})
+            "opset": max((o.version for o in model.opset_import), default=0),
+            "precision_bits": element_bits(model)})
     except ValueError as err:
         raise InputError(path, "graph", str(err)) from None
 

@@ -16,6 +16,7 @@ Data flows one way, one module per step:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from npusched.arch import Arch
@@ -42,6 +43,25 @@ LOOP_NAMES = ("B", "M", "K", "N")
 
 SCHEMES = ("klotski", "stream", "flexer")
 MACHINES = ("routed", "compute-only")
+PRECISIONS = ("arch", "workload")
+"""Whose element width prices the tensors: the arch's ``precision_bits``, or the workload's
+element type (an ONNX file's; the arch's where the workload declares none)."""
+
+
+def priced_arch(net: Network | TensorProgram, arch: Arch, precision: str | int = "arch") -> Arch:
+    """``arch`` with the element width the partition prices every tensor and tile at:
+    ``"arch"`` keeps ``arch.precision_bits``; ``"workload"`` takes the workload's
+    ``source["precision_bits"]`` (the ONNX element type, as Stream 2.1.1 prices its
+    operands), the arch's where there is none; an integer gives the bits."""
+    if isinstance(precision, str) and precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose from "
+                         f"{', '.join(PRECISIONS)} or a number of bits")  # fmt: skip
+    bits = (arch.precision_bits if precision == "arch" else
+            net.source.get("precision_bits") or arch.precision_bits if precision == "workload"
+            else int(precision))  # fmt: skip
+    if bits < 1:
+        raise ValueError(f"precision: an element needs at least 1 bit, got {bits}")
+    return arch if bits == arch.precision_bits else replace(arch, precision_bits=bits)
 
 
 def resolve_network(spec: str, dims: dict[str, int] | None = None) -> Any:
@@ -123,6 +143,7 @@ def partition_network(
     align: bool = True,
     machine: str = "routed",
     cost: str | CostModel = "analytic",
+    precision: str | int = "arch",
 ) -> RoutedInstance | SchedulingInstance:
     """Cut every layer of ``net`` by ``scheme`` and build its instance on ``arch`` (module
     docstring).
@@ -133,10 +154,12 @@ def partition_network(
     ``tiles = (t_oc, t_oh, t_ow, t_ic)`` and a ``loop_order``, which numbers each layer's μops
     (Fig. 3c: the operation sequence of the loop nest). ``machine`` is ``routed`` or
     ``compute-only``; ``cost`` a cost model or its name (``analytic``, ``zigzag``, ``compute``;
-    the compute-only machine takes ``compute`` unless told otherwise).
+    the compute-only machine takes ``compute`` unless told otherwise); ``precision`` the
+    element width every tensor and tile is priced at (:func:`priced_arch`).
     """
     if machine not in MACHINES:
         raise ValueError(f"unknown machine {machine!r}; choose from {', '.join(MACHINES)}")
+    arch = priced_arch(net, arch, precision)
     if isinstance(net, TensorProgram):
         return _program_instance(net, arch, scheme, s=s, cn=cn, machine=machine, cost=cost)
     tilings, given = scheme_tilings(net, arch, scheme, s=s, cn=cn, tiles=tiles, align=align)

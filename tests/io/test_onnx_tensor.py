@@ -123,3 +123,41 @@ def test_a_symbolic_dimension_is_set_by_dim_else_named(tmp_path):
     assert bad.returncode == 2 and "--dim seq=N" in bad.stderr and "Traceback" not in bad.stderr
     good = run_cli("info", str(path), "--dim", "seq=100", "--json")
     assert good.returncode == 0 and json.loads(good.stdout)["total_macs"] == 100 * 32 * 8
+
+
+@needs_shared
+def test_the_element_type_is_recorded_and_prices_the_partition_on_request():
+    from npusched.arch import load_arch
+    from npusched.partition.api import partition_network, priced_arch
+
+    prog = read_workload_onnx(WL / "swiglu_64_128_256.onnx")  # bfloat16
+    assert prog.source["precision_bits"] == 16
+    arch = load_arch(SHARED / "stream-oss" / "hardware" / "tpu_like_quad_core.yaml")
+    assert arch.precision_bits == 8
+    assert priced_arch(prog, arch) is arch
+    assert priced_arch(prog, arch, "workload").precision_bits == 16
+    assert priced_arch(prog, arch, 4).precision_bits == 4
+    with pytest.raises(ValueError, match="precision"):
+        priced_arch(prog, arch, "fp8")
+    own, wide = (partition_network(prog, arch, "stream", precision=p) for p in ("arch", "workload"))
+    assert (own.source["elem_bytes"], wide.source["elem_bytes"]) == (1, 2)
+    assert sum(int(t.data) for t in wide.dram) == 2 * sum(int(t.data) for t in own.dram)
+
+
+def test_an_int8_graph_has_8_bit_elements_and_a_cli_option_takes_it(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.INT8, [4, 8])
+    w = helper.make_tensor_value_info("w", TensorProto.INT8, [8, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.INT8, [4, 16])
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g", [x, w], [y])
+    path = tmp_path / "mm.onnx"
+    onnx.save(helper.make_model(g), path)
+    assert read_workload_onnx(path).source["precision_bits"] == 8
+    out = tmp_path / "i.json"
+    res = run_cli("partition", "--network", str(path), "--arch", "klotski-4x4", "--scheme",
+                  "stream", "--precision", "32", "-o", str(out))
+    assert res.returncode == 0 and "32-bit elements" in res.stdout
+    assert json.loads(out.read_text())["source"]["elem_bytes"] == 4
+    bad = run_cli("partition", "--network", str(path), "--arch", "klotski-4x4", "--scheme",
+                  "stream", "--precision", "0", "-o", str(tmp_path / "j.json"))
+    assert bad.returncode == 2 and "--precision" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (tmp_path / "j.json").exists()
