@@ -90,6 +90,8 @@ def arch_to_dict(arch: Arch) -> dict[str, Any]:
         for key in ("sram_read_bytes_per_cycle", "sram_write_bytes_per_cycle"):
             if getattr(c, key) is not None:
                 core[key] = _num(getattr(c, key))
+        if c.unrolling != "fixed":
+            core["unrolling"] = c.unrolling
         cores.append(core)
     noc = _drop_none(
         {
@@ -165,6 +167,7 @@ def arch_from_dict(data: Any, path: str | Path = "<memory>") -> Arch:
             },
             sram_read_bytes_per_cycle=c.get("sram_read_bytes_per_cycle"),
             sram_write_bytes_per_cycle=c.get("sram_write_bytes_per_cycle"),
+            unrolling=c.get("unrolling", "fixed"),
         )
         for c in data["cores"]
     )

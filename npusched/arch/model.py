@@ -113,6 +113,12 @@ class CoreSpec:
     sram_read_bytes_per_cycle, sram_write_bytes_per_cycle
         Bandwidth between the core's SRAM (``memory_bytes``) and its PE array, or ``None``
         when unlimited.
+    unrolling
+        ``"fixed"``: each array dimension unrolls its ``pe_unroll`` key's loops for every tile;
+        ``"searched"``: ``pe_unroll`` gives the array dimensions' sizes (in order) and the cost
+        models choose the loop each one unrolls per tile
+        (:func:`npusched.costmodel.compute.searched_core`, ZigZag's spatial mapping
+        generator), as Stream does for a core without ``dataflows``.
     """
 
     id: int
@@ -126,6 +132,7 @@ class CoreSpec:
     registers: dict[str, Register] = field(default_factory=dict, hash=False)
     sram_read_bytes_per_cycle: float | None = None
     sram_write_bytes_per_cycle: float | None = None
+    unrolling: str = "fixed"
 
     @property
     def num_pes(self) -> int:

@@ -15,10 +15,13 @@ off-chip core, and ``core_connectivity``: links (two directed links of one bandw
   ``get_memory_capacity``: the last memory listed that holds ``I1``), bits / 8, and its SRAM
   bandwidths are that memory's read and write ports (``read_write`` ports count for both); each
   operand's innermost memory below it is that operand's register file (:func:`_registers`);
-- the **PE array** ``D1, D2, …`` unrolls the loops :data:`UNROLL` in order (K on ``D1``, C on
-  ``D2``, …), or ``FX, FY, K`` on a core that runs only pooling. Stream has no fixed unrolling:
-  ZigZag searches one per layer unless the core gives ``dataflows``. This is an assumption, and
-  the arch lists it;
+- the **PE array** ``D1, D2, …``: a core without ``dataflows`` (every example) has its
+  unrolling *searched* (:attr:`~npusched.arch.CoreSpec.unrolling`): the cost models choose the
+  loop of each array dimension per tile, as Stream has ZigZag do per layer. ``pe_unroll``
+  names the loops :data:`UNROLL` in order (K on ``D1``, C on ``D2``, …; ``FX, FY, K`` on a
+  core that runs only pooling): the order ties go to, and the one unrolling the partition
+  schemes align to. A core with ``dataflows`` keeps that order fixed (its dataflows are not
+  read; an assumption the arch lists);
 - **links and buses**: bits per cycle / 8. Where two entries join the same ordered pair, the
   later one carries it (Stream's graph keeps one edge per pair): a link listed before a bus over
   its two cores is dropped; a link listed after such a bus is refused, which npusched's NoC
@@ -82,9 +85,9 @@ def read_stream_accelerator(path: str | Path) -> Arch:
     if not compute:
         raise InputError(path, "cores", "no core of type compute")
     assumptions = [
-        f"cores/*/pe_unroll: the array dimensions D1, D2, ... unroll {', '.join(UNROLL)} in "
-        f"order ({', '.join(POOLING)} on pooling-only cores); Stream searches a spatial mapping "
-        "per layer",
+        f"cores/*/pe_unroll: the array dimensions D1, D2, ... named {', '.join(UNROLL)} in "
+        f"order ({', '.join(POOLING)} on pooling-only cores); the loop each unrolls is searched "
+        "per tile, except on a core with dataflows, whose unrolling is that order, fixed",
     ]
     groups = _sharing(path, data, ids)
     shares = {k: len([c for c in g if c in compute]) for g in groups for k in g}
@@ -253,7 +256,8 @@ def _spec(cid: int, core: dict[str, Any], share: int) -> CoreSpec:
     return CoreSpec(cid, f"{core['name']}{cid}", _unroll(core), mem, {name: mem},
                     kind=str(core["name"]), registers=_registers(core, top),
                     sram_read_bytes_per_cycle=read or None,
-                    sram_write_bytes_per_cycle=write or None)  # fmt: skip
+                    sram_write_bytes_per_cycle=write or None,
+                    unrolling="fixed" if core.get("dataflows") else "searched")  # fmt: skip
 
 
 def _bits(name: Any) -> int:

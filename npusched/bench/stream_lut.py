@@ -56,7 +56,7 @@ from npusched.common.jsonio import read_json
 from npusched.costmodel import TileShape
 from npusched.costmodel.zigzag import ZigZagBreakdown, ZigZagCost, attempt
 from npusched.costmodel.zigzag_input import Unsupported, accelerator_dict, layer_dict, tile_text
-from npusched.partition.api import resolve_network
+from npusched.partition.api import priced_arch, resolve_network
 from npusched.workload.network import Network
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "benchmarks" / "stream-oss"
@@ -247,8 +247,9 @@ def cause(e: dict[str, Any], base: ZigZagBreakdown | None, prec: ZigZagBreakdown
 def pair_rows(lut: dict[str, Any], workload: Path, hardware: Path, time_limit: float | None,
               cache: Path | None) -> list[dict[str, Any]]:  # fmt: skip
     """The rows of one pair: each node once per core type (module docstring)."""
-    arch = load_arch(hardware)
-    cnn = isinstance(resolve_network(str(workload)), Network)
+    net = resolve_network(str(workload))
+    arch = priced_arch(net, load_arch(hardware), "workload")
+    cnn = isinstance(net, Network)
     cores = {c.id: c for c in arch.cores}
     models: dict[int, ZigZagCost] = {}
 

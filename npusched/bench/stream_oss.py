@@ -8,7 +8,8 @@ For every shipped workload (``../shared/benchmarks/stream-oss/workload/*.onnx``:
 SwiGLU MLPs, CNNs) on every accelerator of the reference (``tpu_like_quad_core``,
 ``tpu_v7_ironwood``, ``simba``, ``eyeriss_like_quad_core``) that Stream accepts, it reads both
 with npusched's own readers (the ONNX import, :mod:`npusched.arch.stream_yaml`), cuts the
-workload into Stream's CNs (``--scheme stream``, the default cut), schedules it with the
+workload into Stream's CNs (``--scheme stream``, the default cut; every tensor at the ONNX
+file's element type, ``--precision workload``, as Stream prices it), schedules it with the
 memory-aware list and with ``joint`` (the routed default) for ``--time-limit`` seconds, verifies
 both, and prints per pair: Stream's cycles and wall time, npusched's makespan, its proven bound,
 their wall times, and the ratio to Stream.
@@ -112,7 +113,8 @@ def run_pair(workload: Path, hardware: Path, stream: dict[str, Any], time_limit:
              threads: int, seed: int) -> dict[str, Any]:  # fmt: skip
     """One workload on one accelerator (module docstring)."""
     t0 = time.perf_counter()
-    inst = partition_network(resolve_network(str(workload)), load_arch(hardware), "stream")
+    inst = partition_network(resolve_network(str(workload)), load_arch(hardware), "stream",
+                             precision="workload")  # Stream prices the ONNX element type
     t_part = time.perf_counter() - t0
     t1 = time.perf_counter()
     listed = solve(inst, "list")

@@ -8,12 +8,15 @@ A convolution tile is the loop nest over ``K`` (output channels), ``C`` (input c
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Mapping
 from typing import Any
 
-from npusched.arch.model import CONV_DIMS, unroll_dims
+from npusched.arch.model import CONV_DIMS, CoreSpec, unroll_dims
+from npusched.costmodel.shape import psum_bytes
 
 
 def conv_loops(
@@ -115,3 +118,73 @@ def split_unrolling(u: int, extents: list[tuple[str, int]]) -> list[tuple[str, i
             best = (rank, combo)
     assert best is not None
     return [(d, f) for (d, _), f in zip(extents, best[1], strict=True)]
+
+
+RELEVANT = {"W": ("K", "C", "FY", "FX"), "I": ("C", "OY", "OX", "FY", "FX"), "O": ("K", "OY", "OX")}
+"""The loops each operand's data depends on (a loop outside is a broadcast or a reduction)."""
+
+
+def searched_core(core: CoreSpec, loops: Mapping[str, int], elem_bytes: int = 1) -> CoreSpec:
+    """``core`` with the spatial unrolling chosen for a tile of ``loops`` when its unrolling is
+    ``"searched"`` (:attr:`~npusched.arch.CoreSpec.unrolling`; a fixed core is returned as is).
+
+    Each array dimension (an entry of ``pe_unroll``) unrolls one loop of the tile or none, no
+    loop twice, by at most its size and at most what the memory serving it can feed
+    (:func:`unrolling_caps`). Of these assignments the one with the fewest
+    :func:`compute_cycles` is kept, ties to the core's own order: the highest spatial
+    utilisation, the one mapping Stream asks ZigZag's spatial mapping generator for
+    (``nb_spatial_mappings_generated = 1``, its ``limit_unrolling_to_mem_bandwidth``). A
+    register file shared over an array dimension stays shared over that dimension's loop."""
+    if core.unrolling != "searched" or any("*" in key for key in core.pe_unroll):
+        return core
+    return _searched(core, tuple(sorted(loops.items())), elem_bytes)
+
+
+def unrolling_caps(core: CoreSpec, elem_bytes: int) -> list[dict[str, int]]:
+    """Per array dimension of ``core`` (``pe_unroll`` order), the largest factor each loop may
+    be unrolled by on it, where a memory serving the dimension limits it: a register file
+    shared over the dimension (or the SRAM, for an operand without registers) delivers
+    ``floor(bw / e)`` elements of its operand a cycle (``e`` the element bytes,
+    partial-sum bytes for outputs), so a loop that operand depends on is unrolled at most that
+    far there (ZigZag's ``limit_unrolling_to_mem_bandwidth``)."""
+    keys = [set(unroll_dims(k)) for k in core.pe_unroll]
+    caps: list[dict[str, int]] = [{} for _ in keys]
+    for op, rel in RELEVANT.items():
+        reg = core.registers.get(op)
+        nbytes = psum_bytes(elem_bytes) if op == "O" else elem_bytes
+        if reg is not None:
+            bw, served = reg.bandwidth_bytes_per_cycle, [k & set(reg.shared_over) for k in keys]
+        else:
+            bw = core.sram_write_bytes_per_cycle if op == "O" else core.sram_read_bytes_per_cycle
+            served = keys
+        if bw is None:
+            continue
+        limit = max(1, int(bw // nbytes))
+        for cap, hit in zip(caps, served, strict=True):
+            for d in rel if hit else ():
+                cap[d] = min(cap.get(d, limit), limit)
+    return caps
+
+
+@functools.lru_cache(maxsize=8192)
+def _searched(core: CoreSpec, loops: tuple[tuple[str, int], ...], elem_bytes: int) -> CoreSpec:
+    """:func:`searched_core`, memoised per core, tile loops and element bytes."""
+    extents = dict(loops)
+    own = list(core.pe_unroll)
+    sizes = list(core.pe_unroll.values())
+    caps = unrolling_caps(core, elem_bytes)
+    idle = [f"D{i + 1}" for i in range(len(own))]  # a dimension that unrolls no loop
+    cands = [d for d in CONV_DIMS if extents.get(d, 1) > 1] + idle
+    best: tuple[tuple[int, int], dict[str, int]] | None = None
+    for keys in itertools.permutations(cands, len(own)):
+        unroll = {k: min(u, cap.get(k, u)) for k, u, cap in zip(keys, sizes, caps, strict=True)}
+        rank = (compute_cycles(extents, unroll), 0 if list(keys) == own else 1)
+        if best is None or rank < best[0]:
+            best = (rank, unroll)
+    assert best is not None
+    if best[1] == core.pe_unroll:
+        return core
+    new = dict(zip(own, best[1], strict=True))
+    registers = {op: dataclasses.replace(r, shared_over=tuple(new.get(d, d) for d in r.shared_over))
+                 for op, r in core.registers.items()}  # fmt: skip
+    return dataclasses.replace(core, pe_unroll=best[1], registers=registers)

@@ -15,7 +15,7 @@ import math
 from typing import Any, Protocol
 
 from npusched.arch.model import Arch, CoreSpec
-from npusched.costmodel.compute import compute_cycles
+from npusched.costmodel.compute import compute_cycles, searched_core
 from npusched.costmodel.shape import TileShape
 
 COST_MODELS = ("analytic", "zigzag", "compute")
@@ -45,7 +45,9 @@ class ComputeSteps:
         shape
             The tile's loop nest.
         core
-            The core; its ``pe_unroll`` (conv, fc) or ``num_pes`` (the rest) sets the steps.
+            The core; its ``pe_unroll`` (conv, fc; the one
+            :func:`~npusched.costmodel.compute.searched_core` chooses where it is searched) or
+            ``num_pes`` (the rest) sets the steps.
 
         Returns
         -------
@@ -54,7 +56,8 @@ class ComputeSteps:
             array for conv, dwconv and fc; ``⌈operations / PEs⌉``, at least 1, otherwise.
         """
         if shape.has_weights:
-            return compute_cycles(shape.loops(), core.pe_unroll)
+            loops = shape.loops()
+            return compute_cycles(loops, searched_core(core, loops).pe_unroll)
         return max(1, math.ceil(shape.operations() / core.num_pes))
 
 

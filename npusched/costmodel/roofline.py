@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from npusched.arch.model import Arch, CoreSpec, unroll_dims
-from npusched.costmodel.compute import split_unrolling
+from npusched.costmodel.compute import searched_core, split_unrolling
 from npusched.costmodel.shape import TileShape, psum_bytes
 
 GROUPS = {"K": ("K",), "C": ("C",), "P": ("OY", "OX"), "F": ("FY", "FX")}
@@ -101,7 +101,10 @@ class Roofline:
         return self.explain(shape, core).latency
 
     def explain(self, shape: TileShape, core: CoreSpec) -> Breakdown:
-        """The latency of ``shape`` on ``core`` and its parts (cached per shape and core)."""
+        """The latency of ``shape`` on ``core`` and its parts (cached per shape and core); a
+        core whose unrolling is searched takes the one
+        :func:`~npusched.costmodel.compute.searched_core` chooses."""
+        core = searched_core(core, self._loops(shape), self.elem)
         key = (shape.key(), tuple(sorted(core.pe_unroll.items())),
                tuple(sorted(core.registers.items())), core.sram_read_bytes_per_cycle,
                core.sram_write_bytes_per_cycle)  # fmt: skip
@@ -133,9 +136,7 @@ class Roofline:
         (a flattened key such as TSO's ``OY*OX*FY*FX`` split into one factor per loop as the
         array can unroll it, :func:`~npusched.costmodel.compute.split_unrolling`). Pooling,
         add and concat have no ``C`` loop for the array to spread."""
-        loops = shape.loops()
-        if not shape.has_weights:
-            loops["C"] = 1
+        loops = self._loops(shape)
         t = dict(loops)
         for key, u in core.pe_unroll.items():
             dims = unroll_dims(key)
@@ -145,6 +146,15 @@ class Roofline:
             for d, f in split_unrolling(u, [(d, loops.get(d, 1)) for d in dims]):
                 t[d] = -(-loops.get(d, 1) // f)
         return {g: math.prod(t[d] for d in dims) for g, dims in GROUPS.items()}
+
+    @staticmethod
+    def _loops(shape: TileShape) -> dict[str, int]:
+        """The tile's loops as the array sees them: pooling, add and concat have no ``C``
+        loop for it to spread."""
+        loops = shape.loops()
+        if not shape.has_weights:
+            loops["C"] = 1
+        return loops
 
     def _operands(self, shape: TileShape, core: CoreSpec,
                   t: dict[str, int]) -> list[tuple[Any, ...]]:  # fmt: skip

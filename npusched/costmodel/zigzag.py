@@ -180,7 +180,7 @@ class ZigZagCost:
             arch field: ``cores/<k>/registers/W: ...``, ``cores/<k>/memory_bytes: ...``).
         """
         k, acc, acc_hash = self._core(core)
-        memo_key = (shape.key(), acc_hash)
+        memo_key = (shape.key(), acc_hash, core.unrolling)
         if memo_key in self._memo:
             self.stats["memory"] += 1
             return self._memo[memo_key]

@@ -22,6 +22,9 @@ The accelerator ZigZag sees (:func:`accelerator_dict`)
   flattened: 28). A loop the tile does not have is not unrolled, so an array dimension may stay
   idle (pooling on a K×C array uses only its ``K`` rows: ZigZag's number, not the analytic
   model's :math:`\lceil ops / PEs \rceil`).
+  A core whose unrolling is *searched* (:attr:`~npusched.arch.CoreSpec.unrolling`, Stream's
+  cores without ``dataflows``) gets an empty spatial mapping: ZigZag's spatial mapping
+  generator chooses one per tile, as Stream 2.1.1 calls it (one mapping generated, none mixed).
 - **Registers**: one memory level per operand of ``registers`` (``W``, ``I``, ``O``), below the
   SRAM: ``bytes · 8`` bits, read and write ports of ``bandwidth_bytes_per_cycle · 8``
   bits/cycle (rounded to whole bits; below 1 bit an error; ``None``: ``2**20``), one register
@@ -256,7 +259,9 @@ def layer_dict(
     }
     mapping = {
         "name": op,  # the layer's operator type: ZigZag picks it without a warning
-        "spatial_mapping": spatial_mapping(core, dims, alias),
+        # a searched unrolling: empty, ZigZag's generator picks one (as Stream leaves it)
+        "spatial_mapping": {} if core.unrolling == "searched" else spatial_mapping(core, dims,
+                                                                                    alias),
         "memory_operand_links": {"O": "O", "W": "I2", "I": "I1"},
         "temporal_ordering": [],
     }

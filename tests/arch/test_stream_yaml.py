@@ -152,6 +152,7 @@ def _write(tmp_path, top, core=None):
 def test_a_small_accelerator_of_our_own(tmp_path):
     arch = load_arch(_write(tmp_path, {}))
     assert [c.pe_unroll for c in arch.cores] == [{"K": 4, "C": 4}] * 2
+    assert [c.unrolling for c in arch.cores] == ["searched"] * 2  # no dataflows: ZigZag's search
     assert capacities(arch).tolist() == [1024, 1024]
     topo = machine_topology(arch)
     assert topo.links[topo.route(0, 1)[0]].bandwidth == 8  # the bus listed after the link
@@ -216,3 +217,13 @@ def test_machine_of_a_links_arch_keeps_its_routes_with_one_bandwidth():
             if a != b:
                 assert len(topo.route(a, b)) == nx.shortest_path_length(g, a, b)
     assert np.unique(topo.resource_of).size == topo.num_resources
+
+
+def test_a_core_with_dataflows_keeps_its_unrolling_fixed(tmp_path):
+    core = {"name": "c", "type": "zigzag.compute", "dataflows": {"D1": ["K, 4"], "D2": ["C, 4"]},
+            "memories": {"sram": {"size": 8192, "operands": ["I1", "I2", "O"],
+                                  "ports": [{"name": "p", "type": "read_write",
+                                             "bandwidth_max": 64}]}},
+            "operational_array": {"dimensions": ["D1", "D2"], "sizes": [4, 4]}}
+    arch = load_arch(_write(tmp_path, {}, core))
+    assert [c.unrolling for c in arch.cores] == ["fixed"] * 2

@@ -253,3 +253,77 @@ def test_noc_monotone(nbytes, hops, lat, bw, more):
     assert noc_cycles(nbytes, hops + 1, bw, lat) >= t
     assert noc_cycles(nbytes, hops, bw + more, lat) <= t
     assert noc_cycles(nbytes, hops, bw, lat + 1) >= t
+
+
+# --- a searched unrolling (Stream's cores without dataflows) -----------------------------------
+
+
+def _searched(unroll, registers=None):
+    from npusched.arch import CoreSpec
+
+    return CoreSpec(0, "c", dict(unroll), 1 << 20, registers=registers or {},
+                    unrolling="searched")  # fmt: skip
+
+
+def test_a_searched_unrolling_takes_the_fewest_steps_and_ties_to_its_own_order():
+    from npusched.costmodel.compute import searched_core
+
+    core = _searched({"K": 32, "C": 32})
+    # a GEMM row block: K 64, C 4, OX 128 -> K and OX fill the array, C would waste 28 rows
+    loops = conv_loops(64, 4, 1, 128)
+    got = searched_core(core, loops)
+    assert compute_cycles(loops, got.pe_unroll) == 2 * 4 * 4
+    assert compute_cycles(loops, core.pe_unroll) == 2 * 1 * 128 > 32
+    assert sorted(got.pe_unroll.values()) == [32, 32] and "C" not in got.pe_unroll
+    square = conv_loops(64, 64)  # K and C both fill it: the core's own order is kept
+    assert searched_core(core, square) is core
+    fixed = load_arch("klotski-3x3").cores[0]
+    assert searched_core(fixed, loops) is fixed
+
+
+@settings(max_examples=60, deadline=None)
+@given(loops=loops_st, a=st.integers(1, 40), b=st.integers(1, 40))
+def test_a_searched_unrolling_is_never_slower_than_the_fixed_one(loops, a, b):
+    from npusched.costmodel.compute import searched_core
+
+    core = _searched({"K": a, "C": b})
+    got = searched_core(core, loops)
+    assert compute_cycles(loops, got.pe_unroll) <= compute_cycles(loops, core.pe_unroll)
+    assert sorted(got.pe_unroll.values()) == sorted([a, b])
+    assert macs(loops) <= compute_cycles(loops, got.pe_unroll) * a * b
+
+
+def test_a_shared_register_follows_its_array_dimension_and_caps_it():
+    from npusched.arch import Register
+    from npusched.costmodel.compute import searched_core, unrolling_caps
+
+    # Stream's TPU-like core: one 2-byte output register per row, shared over the C columns,
+    # fed 2 bytes a cycle: 16-bit partial sums of a K or OX loop cannot spread over them
+    core = _searched({"K": 32, "C": 32}, {"O": Register(2, 2.0, ("C",))})
+    assert unrolling_caps(core, 1) == [{}, {"K": 1, "OY": 1, "OX": 1}]
+    loops = conv_loops(64, 3, 2, 16, 3, 3)
+    got = searched_core(core, loops)
+    assert list(got.pe_unroll)[1] in ("C", "FY", "FX")
+    assert compute_cycles(loops, got.pe_unroll) == 2 * 2 * 16 * 3 * 3  # ZigZag's: K 32, C 3
+    wide = _searched({"K": 32, "C": 32}, {"O": Register(64, 64.0, ("C",))})
+    got = searched_core(wide, conv_loops(64, 1, 1, 128))
+    second = list(got.pe_unroll)[1]  # the dimension that unrolled C now unrolls OX or K
+    assert second in ("K", "OX") and got.registers["O"].shared_over == (second,)
+
+
+def test_the_analytic_models_search_the_unrolling_of_a_searched_core():
+    from dataclasses import replace
+
+    from npusched.costmodel import ComputeSteps
+    from npusched.costmodel.roofline import Roofline
+    from npusched.costmodel.shape import TileShape
+
+    arch = load_arch("klotski-3x3")
+    fixed = replace(arch.cores[0], pe_unroll={"K": 16, "C": 16})
+    searched = replace(fixed, unrolling="searched")
+    shape = TileShape(kind="fc", K=64, C=4, OY=1, OX=1)
+    for model in (ComputeSteps(), Roofline(arch)):
+        assert model.latency(shape, searched) <= model.latency(shape, fixed)
+    conv = TileShape(kind="conv", K=64, C=3, OY=8, OX=8, FY=3, FX=3)
+    assert ComputeSteps().latency(conv, searched) < ComputeSteps().latency(conv, fixed)
+    assert Roofline(arch).latency(conv, searched) < Roofline(arch).latency(conv, fixed)

@@ -470,3 +470,15 @@ def test_shares_that_hold_the_tile_share_its_entry_and_one_too_small_does_not(tm
     assert len(counted) == 2  # ZigZag asked: the fitting tile's answer was not served
     entries = [json.loads(p.read_text()) for p in tmp_path.iterdir()]
     assert sorted("rejected" in e for e in entries) == [False, True]
+
+
+def test_a_searched_core_leaves_the_spatial_mapping_to_zigzag(tmp_path):
+    searched = replace(TPU, unrolling="searched")
+    shape = TileShape("conv", 4, 64, 2, 16, 3, 3)  # K = 4 wastes most of the 32 K rows
+    _, mapping = zi.layer_dict(shape, searched, STREAM)
+    assert mapping["spatial_mapping"] == {}
+    cost = zz.ZigZagCost(STREAM, cache_dir=tmp_path, lpf_limit=2)
+    got, fixed = cost.explain(shape, searched), cost.explain(shape, TPU)
+    assert got.source == fixed.source == "zigzag"
+    assert got.spatial_utilization > fixed.spatial_utilization
+    assert got.latency < fixed.latency
