@@ -92,6 +92,8 @@ def arch_to_dict(arch: Arch) -> dict[str, Any]:
                 core[key] = _num(getattr(c, key))
         if c.unrolling != "fixed":
             core["unrolling"] = c.unrolling
+        if c.zigzag is not None:
+            core["zigzag"] = c.zigzag
         cores.append(core)
     noc = _drop_none(
         {
@@ -168,6 +170,7 @@ def arch_from_dict(data: Any, path: str | Path = "<memory>") -> Arch:
             sram_read_bytes_per_cycle=c.get("sram_read_bytes_per_cycle"),
             sram_write_bytes_per_cycle=c.get("sram_write_bytes_per_cycle"),
             unrolling=c.get("unrolling", "fixed"),
+            zigzag=c.get("zigzag"),
         )
         for c in data["cores"]
     )

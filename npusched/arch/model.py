@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 FORMAT = "npusched/arch/v1"
 #: Loop dimensions of a convolution (an FC layer uses ``K`` and ``C`` with the others 1).
@@ -119,6 +120,12 @@ class CoreSpec:
         models choose the loop each one unrolls per tile
         (:func:`npusched.costmodel.compute.searched_core`, ZigZag's spatial mapping
         generator), as Stream does for a core without ``dataflows``.
+    zigzag
+        The core's own ZigZag description (``name``, ``memories``, ``operational_array``: a
+        Stream core YAML, its full memory hierarchy), which the ZigZag cost model prices its
+        tiles on instead of the register-and-SRAM one it generates from the fields above,
+        and ``accumulator_bits``, the width of its partial sums, where the core declares one;
+        ``None``: generated.
     """
 
     id: int
@@ -133,6 +140,7 @@ class CoreSpec:
     sram_read_bytes_per_cycle: float | None = None
     sram_write_bytes_per_cycle: float | None = None
     unrolling: str = "fixed"
+    zigzag: dict[str, Any] | None = field(default=None, hash=False)
 
     @property
     def num_pes(self) -> int:

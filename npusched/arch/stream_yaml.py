@@ -22,6 +22,9 @@ off-chip core, and ``core_connectivity``: links (two directed links of one bandw
   core that runs only pooling): the order ties go to, and the one unrolling the partition
   schemes align to. A core with ``dataflows`` keeps that order fixed (its dataflows are not
   read; an assumption the arch lists);
+- the core's own **ZigZag description** (its memory hierarchy whole) is kept
+  (:attr:`~npusched.arch.CoreSpec.zigzag`): the ZigZag cost model prices tiles on it, as
+  Stream does, where the analytic model sees the register files and the top memory above;
 - **links and buses**: bits per cycle / 8. Where two entries join the same ordered pair, the
   later one carries it (Stream's graph keeps one edge per pair): a link listed before a bus over
   its two cores is dropped; a link listed after such a bus is refused, which npusched's NoC
@@ -58,6 +61,10 @@ from npusched.common.jsonio import read_text, validate
 
 UNROLL = ("K", "C", "OX", "OY")
 """Loops unrolled on a compute core's array dimensions ``D1, D2, …`` in order (assumed)."""
+ZIGZAG_FIELDS = ("name", "memories", "operational_array")
+"""The fields of a core YAML that describe it to ZigZag (kept as
+:attr:`~npusched.arch.CoreSpec.zigzag`; Stream strips its own fields, ``operator_types`` and
+``operand_precision``, before ZigZag validates the rest)."""
 POOLING = ("FX", "FY", "K")
 """Loops unrolled on a core whose ``operator_types`` are all pooling (assumed)."""
 POOL_OPS = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}
@@ -257,7 +264,17 @@ def _spec(cid: int, core: dict[str, Any], share: int) -> CoreSpec:
                     kind=str(core["name"]), registers=_registers(core, top),
                     sram_read_bytes_per_cycle=read or None,
                     sram_write_bytes_per_cycle=write or None,
-                    unrolling="fixed" if core.get("dataflows") else "searched")  # fmt: skip
+                    unrolling="fixed" if core.get("dataflows") else "searched",
+                    zigzag=_zigzag(core))  # fmt: skip
+
+
+def _zigzag(core: dict[str, Any]) -> dict[str, Any]:
+    """The core's ZigZag description (:data:`ZIGZAG_FIELDS`) and, where its
+    ``operand_precision`` declares one, the bits of its ``accumulator`` (Stream prices a MAC
+    operator's partial sums at them)."""
+    out = {k: core[k] for k in ZIGZAG_FIELDS}
+    acc = (core.get("operand_precision") or {}).get("accumulator")
+    return out if acc is None else {**out, "accumulator_bits": _bits(acc)}
 
 
 def _bits(name: Any) -> int:

@@ -187,9 +187,24 @@ def accelerator_dict(arch: Arch, core: CoreSpec, k: int = 0) -> dict[str, Any]:
     }
 
 
-def _precision(arch: Arch, kind: str) -> dict[str, int]:
+def own_description(core: CoreSpec) -> dict[str, Any] | None:
+    """The core's own ZigZag description (:attr:`~npusched.arch.CoreSpec.zigzag`) as ZigZag
+    takes it, or ``None`` where npusched generates one (:func:`accelerator_dict`)."""
+    if core.zigzag is None:
+        return None
+    return {k: v for k, v in core.zigzag.items() if k != "accumulator_bits"}
+
+
+def _precision(arch: Arch, core: CoreSpec, kind: str) -> dict[str, int]:
+    """Bits of each operand. Partial sums: on a core with its own ZigZag description, as
+    Stream 2.1.1 prices them (``create_operand_precision``): a MAC operator's at the core's
+    accumulator bits, where it declares them, else as wide as the outputs; otherwise
+    :func:`~npusched.costmodel.shape.psum_bytes`."""
     elem = arch.precision_bits
     psum = 8 * psum_bytes(max(1, math.ceil(arch.element_bytes)))
+    if core.zigzag is not None:
+        acc = core.zigzag.get("accumulator_bits")
+        psum = int(acc) if acc and kind in ("conv", "fc") else elem
     if kind == "pool":  # a running max / sum of the window: no wider partial results
         return {"W": 0, "I": elem, "O": elem, "O_final": elem}
     if kind == "copy":
@@ -254,7 +269,7 @@ def layer_dict(
         "loop_dims": list(dims),
         "loop_sizes": list(dims.values()),
         "dimension_relations": rel if "iy" in eq else [],
-        "operand_precision": _precision(arch, kind),
+        "operand_precision": _precision(arch, core, kind),
         "operand_source": {"W": 0, "I": 0},
     }
     mapping = {

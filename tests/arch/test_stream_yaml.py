@@ -227,3 +227,14 @@ def test_a_core_with_dataflows_keeps_its_unrolling_fixed(tmp_path):
             "operational_array": {"dimensions": ["D1", "D2"], "sizes": [4, 4]}}
     arch = load_arch(_write(tmp_path, {}, core))
     assert [c.unrolling for c in arch.cores] == ["fixed"] * 2
+
+
+@needs_shared
+def test_each_core_keeps_its_own_zigzag_description():
+    arch = load_arch(HW / "simba.yaml")
+    core = arch.cores[0]
+    assert core.zigzag is not None and core.zigzag["accumulator_bits"] == 24  # int24
+    assert set(core.zigzag) == {"name", "memories", "operational_array", "accumulator_bits"}
+    assert "banks" not in core.zigzag  # Stream's own field, not ZigZag's
+    again = arch_from_dict(json.loads(json.dumps(arch_to_dict(arch))))
+    assert again.cores[0].zigzag == core.zigzag

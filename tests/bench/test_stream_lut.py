@@ -118,8 +118,7 @@ def test_one_pair_from_a_saved_lut(tmp_path):
                  "--doc", str(doc)]) == 0  # fmt: skip
     gemm, silu = json.loads(out.read_text())
     assert (gemm["node"], gemm["cores"], gemm["tile"]) == ("Gemm_Left", 2, "conv K8 C16 OY1 OX1")
-    # npusched prices 8-bit operands (the core's int8); Stream the ONNX's bf16
-    assert gemm["npusched"] < 4 and gemm["prec"] == 4
-    assert gemm["cause"] == "precision (Stream 16-bit operands, npusched 8)"
+    # both price the ONNX's bf16 operands (not the core's int8) on the core's own hierarchy
+    assert gemm["npusched"] == 4 and gemm["within"] and not gemm["cause"]
     assert silu["cause"].startswith("cycles per op")
-    assert "0 of 2 (0%)" in doc.read_text()
+    assert "1 of 2 (50%)" in doc.read_text()

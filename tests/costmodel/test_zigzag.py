@@ -482,3 +482,20 @@ def test_a_searched_core_leaves_the_spatial_mapping_to_zigzag(tmp_path):
     assert got.source == fixed.source == "zigzag"
     assert got.spatial_utilization > fixed.spatial_utilization
     assert got.latency < fixed.latency
+
+
+@needs_shared
+def test_a_stream_core_is_priced_on_its_own_description(tmp_path):
+    arch = load_arch(SHARED / "stream-oss" / "hardware" / "tpu_like_quad_core.yaml")
+    core = arch.cores[0]
+    acc = zi.own_description(core)
+    assert acc is not None and "accumulator_bits" not in acc
+    assert set(acc["memories"]) == {"rf_128B", "rf_4B", "sram_2MB"}  # its whole hierarchy
+    shape = TileShape("fc", 64, 64)
+    layer, mapping = zi.layer_dict(shape, core, arch)
+    assert layer["operand_precision"]["O"] == 32  # the core's int32 accumulator
+    assert zi.layer_dict(TileShape("add", 8, 1, 2, 2, inputs=2), core, arch)[0][
+        "operand_precision"]["O"] == arch.precision_bits  # not a MAC operator
+    got = zz.ZigZagCost(arch, cache_dir=tmp_path, lpf_limit=2).explain(shape, core)
+    assert got.source == "zigzag" and got.latency >= 1
+    assert zi.own_description(TPU) is None
