@@ -54,6 +54,7 @@ from npusched.arch import Arch, CoreSpec, load_arch
 from npusched.bench.doc import publish
 from npusched.common.jsonio import read_json
 from npusched.costmodel import TileShape
+from npusched.costmodel.shape import cycles_per_op
 from npusched.costmodel.zigzag import ZigZagBreakdown, ZigZagCost, attempt
 from npusched.costmodel.zigzag_input import Unsupported, accelerator_dict, layer_dict, tile_text
 from npusched.partition.api import priced_arch, resolve_network
@@ -165,7 +166,8 @@ def tile_of(entry: dict[str, Any], cnn: bool) -> tuple[TileShape, dict[str, str]
     p = {k: math.prod(v for d, v in size.items() if names.get(d) == k) for k in LOOPS}
     if kind == "fc":
         return TileShape("fc", p["K"], p["C"]), names
-    return TileShape(kind, **p, **geo, inputs=len(ins) if kind == "add" else 1), names
+    return TileShape(kind, **p, **geo, inputs=len(ins) if kind == "add" else 1,
+                     cycles_per_op=cycles_per_op(entry["type"]) if kind == "add" else 1), names
 
 
 def stream_mapping(entry: dict[str, Any], names: dict[str, str]) -> dict[str, list[str]]:

@@ -53,12 +53,13 @@ class ComputeSteps:
         -------
         int
             :func:`~npusched.costmodel.compute.compute_cycles` of the tile's loops on the PE
-            array for conv, dwconv and fc; ``⌈operations / PEs⌉``, at least 1, otherwise.
+            array for conv, dwconv and fc; ``⌈operations / PEs⌉``, at least 1, otherwise,
+            times the tile's ``cycles_per_op``.
         """
         if shape.has_weights:
             loops = shape.loops()
             return compute_cycles(loops, searched_core(core, loops).pe_unroll)
-        return max(1, math.ceil(shape.operations() / core.num_pes))
+        return max(1, math.ceil(shape.operations() / core.num_pes)) * shape.cycles_per_op
 
 
 def cost_model(name: str, arch: Arch, **options: Any) -> CostModel:

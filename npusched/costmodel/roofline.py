@@ -34,7 +34,8 @@ the SRAM's two ports (and each register file's fill port):
 The order is the best of all orders of the four loop groups ``K``, ``C``, the output plane
 ``OY·OX`` and the kernel window ``FY·FX`` (the search LOMA does over all loops, coarsened).
 Pooling, add and concat take one step per output (and window position) on the lanes that
-unroll their loops, read their inputs once and write their outputs once.
+unroll their loops (``cycles_per_op`` steps for a function such as SiLU), read their inputs
+once and write their outputs once.
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ class Roofline:
         t = self._temporal(shape, core)
         steps = math.prod(t.values())
         if not shape.has_weights:  # one step per output (and window position) on its lanes
+            steps *= shape.cycles_per_op
             read = math.ceil(size["I"] * self.elem / rd) if rd < math.inf else 0
             write = math.ceil(size["O"] * self.elem / wr) if wr < math.inf else 0
             return Breakdown(max(steps, read, write), steps, read, write, 0, "-")

@@ -3,7 +3,9 @@
 A tile of a convolution computes ``K`` output channels at ``OY × OX`` output positions over ``C``
 input channels (of one group) and an ``FY × FX`` kernel, with strides ``SY, SX`` and dilations
 ``DY, DX``; an fc layer is ``K × C`` with the rest 1. Pooling, element-wise add and concat read
-``inputs`` operands of ``K × OY × OX`` (pooling over its window) and have no weights. The three
+``inputs`` operands of ``K × OY × OX`` (pooling over its window) and have no weights; an
+element-wise tile of a function such as SiLU takes ``cycles_per_op`` cycles an element
+(:data:`CYCLES_PER_OP`). The three
 operands are ZigZag's and Stream's: weights ``W``, inputs ``I`` and outputs ``O``.
 """
 
@@ -29,6 +31,18 @@ def _read(out: int, kernel: int, stride: int, dilation: int) -> int:
 #: Operations an intra-core cost model distinguishes (a conv with ``groups = C = K`` is ``dwconv``).
 KINDS = ("conv", "dwconv", "fc", "pool", "add", "concat")
 
+CYCLES_PER_OP = {"silu": 4, "sigmoid": 4, "exp": 4, "softmax": 7}
+"""Cycles an element-wise function takes per element on a core's lanes, where more than one:
+Stream 2.1.1 charges SiLU, Sigmoid and Exp 4 (``ZigZagCostEstimator.get_cc_per_op``); a
+softmax, which npusched prices as one tile, is the four nodes Stream splits it into: a max, an
+exp, a sum and a division, 1 + 4 + 1 + 1."""
+
+
+def cycles_per_op(fn: str) -> int:
+    """Cycles per element of the element-wise function ``fn`` (:data:`CYCLES_PER_OP`; 1 for
+    the others)."""
+    return CYCLES_PER_OP.get(fn.lower(), 1)
+
 
 @dataclass(frozen=True)
 class TileShape:
@@ -47,12 +61,13 @@ class TileShape:
     DX: int = 1
     in_channels: int = 0
     inputs: int = 1
+    cycles_per_op: int = 1
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown tile kind {self.kind!r}; choose from {', '.join(KINDS)}")
         dims = (self.K, self.C, self.OY, self.OX, self.FY, self.FX, self.SY, self.SX)
-        if min(dims + (self.DY, self.DX, self.inputs)) < 1:
+        if min(dims + (self.DY, self.DX, self.inputs, self.cycles_per_op)) < 1:
             raise ValueError(f"a tile's loop extents must be >= 1, got {self}")
         if self.in_channels == 0:
             object.__setattr__(self, "in_channels", self.C if self.has_weights else self.K)
@@ -120,4 +135,4 @@ class TileShape:
     def key(self) -> tuple[int | str, ...]:
         """A hashable identity (the cost caches' key)."""
         return (self.kind, self.K, self.C, self.OY, self.OX, self.FY, self.FX, self.SY, self.SX,
-                self.DY, self.DX, self.in_channels, self.inputs)  # fmt: skip
+                self.DY, self.DX, self.in_channels, self.inputs, self.cycles_per_op)  # fmt: skip

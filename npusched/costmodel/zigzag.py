@@ -451,6 +451,7 @@ def _quiet_zigzag() -> Iterator[list[str]]:
 
 
 _MODULES = (
+    "zigzag.cost_model.cost_model",
     "zigzag.mapping.temporal_mapping",
     "zigzag.parser.accelerator_factory",
     "zigzag.parser.accelerator_validator",
@@ -482,6 +483,7 @@ def _evaluate(
     its validator rejects raises ``_Rejected``."""
     import random
 
+    from zigzag.cost_model.cost_model import CostModelEvaluation
     from zigzag.mapping.temporal_mapping import TemporalMappingType
     from zigzag.parser.accelerator_factory import AcceleratorFactory
     from zigzag.parser.accelerator_validator import AcceleratorValidator
@@ -510,8 +512,10 @@ def _evaluate(
             CostModelStage,
         ]
 
+        plain = {k: v for k, v in layer.items() if k != "cycles_per_op"}
+
         def node() -> Any:
-            return LayerNodeFactory(json.loads(json.dumps(layer)), [mapping]).create()
+            return LayerNodeFactory(json.loads(json.dumps(plain)), [mapping]).create()
 
         def fill(mix: bool) -> int:
             after: list[Any] = [CostModelStage]
@@ -548,6 +552,13 @@ def _evaluate(
             assert failure is not None
             raise failure
         cme = min(cmes, key=_steady)
+        if layer.get("cycles_per_op", 1) > 1:  # Stream's increase_cc_per_op
+            cme = CostModelEvaluation(
+                accelerator=cme.accelerator, layer=cme.layer, spatial_mapping=cme.spatial_mapping,
+                spatial_mapping_int=cme.spatial_mapping_int,
+                temporal_mapping=cme.temporal_mapping,
+                access_same_data_considered_as_no_access=True,
+                cycles_per_op=layer["cycles_per_op"])  # fmt: skip
     out: dict[str, Any] = {f: float(getattr(cme, f)) for f in FIELDS}
     out["systolic_drain_cycle"] = float(getattr(cme, "systolic_drain_cycle", 0.0) or 0.0)
     out["spatial_mapping"] = str(cme.layer.spatial_mapping)

@@ -272,6 +272,8 @@ def layer_dict(
         "operand_precision": _precision(arch, core, kind),
         "operand_source": {"W": 0, "I": 0},
     }
+    if s.cycles_per_op > 1:  # not ZigZag's layer field: the evaluation takes it (Stream's way)
+        layer["cycles_per_op"] = s.cycles_per_op
     mapping = {
         "name": op,  # the layer's operator type: ZigZag picks it without a warning
         # a searched unrolling: empty, ZigZag's generator picks one (as Stream leaves it)
@@ -314,6 +316,8 @@ def tile_text(s: TileShape) -> str:
         text += f" FY{s.FY} FX{s.FX}"
     if (s.SY, s.SX) != (1, 1):
         text += f" S{s.SY}x{s.SX}"
+    if s.cycles_per_op > 1:
+        text += f" {s.cycles_per_op} cycles/op"
     return text
 
 

@@ -33,7 +33,8 @@ through it.
 ``matmul`` tile ``(b, m, k, n)`` a 1 × 1 convolution of ``n`` outputs over ``k`` inputs at
 ``b × m`` positions (its MACs exact; a batched ``matmul`` tile over several heads counts one
 head's second operand as its weights, an approximation); the other ops an element-wise ``add``
-over ``b × m × n`` that reads its inputs :data:`~npusched.workload.tensor.PASSES` times.
+over ``b × m × n`` that reads its inputs :data:`~npusched.workload.tensor.PASSES` times, at
+:func:`~npusched.costmodel.shape.cycles_per_op` cycles an element (SiLU, Exp, softmax).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ import numpy as np
 
 from npusched.arch.model import Arch
 from npusched.costmodel import CostModel, TileShape
-from npusched.costmodel.shape import psum_bytes
+from npusched.costmodel.shape import cycles_per_op, psum_bytes
 from npusched.partition.costs import core_kinds
 from npusched.problem import Accelerator, SchedulingInstance, UopGraph
 from npusched.problem.scheduling.machine import capacities, machine_topology
@@ -240,7 +241,9 @@ def _shape(prog: TensorProgram, op: TensorOp, out: Box, red: tuple[int, int]) ->
     n = out[-1][1] - out[-1][0]
     if op.kind in ("gemm", "matmul"):
         return TileShape("conv", n, red[1] - red[0], b, m)
-    return TileShape("add", n, 1, b, m, inputs=len(op.inputs) * PASSES[op.kind])
+    fn = op.fn if op.kind == "eltwise" else op.kind
+    return TileShape("add", n, 1, b, m, inputs=len(op.inputs) * PASSES[op.kind],
+                     cycles_per_op=cycles_per_op(fn))
 
 
 def tensor_instance(prog: TensorProgram, arch: Arch, tiles: Mapping[str, int], model: CostModel,

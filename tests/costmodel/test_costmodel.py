@@ -327,3 +327,20 @@ def test_the_analytic_models_search_the_unrolling_of_a_searched_core():
     conv = TileShape(kind="conv", K=64, C=3, OY=8, OX=8, FY=3, FX=3)
     assert ComputeSteps().latency(conv, searched) < ComputeSteps().latency(conv, fixed)
     assert Roofline(arch).latency(conv, searched) < Roofline(arch).latency(conv, fixed)
+
+
+def test_a_function_of_several_cycles_an_element_takes_them_on_every_model():
+    from npusched.costmodel import ComputeSteps
+    from npusched.costmodel.roofline import Roofline
+    from npusched.costmodel.shape import TileShape, cycles_per_op
+
+    assert (cycles_per_op("SiLU"), cycles_per_op("exp"), cycles_per_op("mul")) == (4, 4, 1)
+    assert cycles_per_op("softmax") == 1 + 4 + 1 + 1  # Stream's max, exp, sum, division
+    arch = load_arch("klotski-3x3")
+    core = arch.cores[0]
+    one, four = (TileShape("add", 4096, 1, 1, 64, cycles_per_op=c) for c in (1, 4))
+    assert one.key() != four.key()
+    assert ComputeSteps().latency(four, core) == 4 * ComputeSteps().latency(one, core)
+    assert Roofline(arch).explain(four, core).compute == 4 * Roofline(arch).explain(one, core).compute
+    with pytest.raises(ValueError):
+        TileShape("add", 4, cycles_per_op=0)

@@ -499,3 +499,12 @@ def test_a_stream_core_is_priced_on_its_own_description(tmp_path):
     got = zz.ZigZagCost(arch, cache_dir=tmp_path, lpf_limit=2).explain(shape, core)
     assert got.source == "zigzag" and got.latency >= 1
     assert zi.own_description(TPU) is None
+
+
+def test_cycles_per_op_multiply_zigzags_compute(tmp_path):
+    cost = zz.ZigZagCost(STREAM, cache_dir=tmp_path, lpf_limit=2)
+    one, four = (TileShape("add", 64, 1, 1, 4, cycles_per_op=c) for c in (1, 4))
+    assert "cycles_per_op" not in zi.layer_dict(one, SIMD, STREAM)[0]
+    a, b = cost.explain(one, SIMD), cost.explain(four, SIMD)
+    assert b.source == "zigzag" and b.ideal_temporal_cycle == 4 * a.ideal_temporal_cycle
+    assert b.latency > a.latency

@@ -191,3 +191,18 @@ def test_heads_are_cut_before_rows_where_one_softmax_row_block_does_not_fit():
     assert rows * keys * 2 * 2 <= budget < 2 * rows * keys * 2 * 2
     whole = 32 * 256 * keys * 2 * 2
     assert fitting_cut(prog, soft, 256, whole, 2) == (max(lead), 256, keys)
+
+
+def test_silu_tiles_take_their_cycles_per_element():
+    from npusched.costmodel import ComputeSteps
+
+    prog = _mlp()
+    arch = load_arch("stream-hetero")
+    inst = partition_network(prog, arch, "stream", cost=ComputeSteps())
+    layer = np.asarray(inst.layer)
+    names = [op.name for op in prog.ops]
+    silu, mul = (np.flatnonzero(layer == names.index(n)) for n in ("silu", "mul"))
+    d = inst.min_duration
+    # the same row blocks of the same width: SiLU 4 cycles an element, the product 1
+    assert len(silu) == len(mul)
+    assert int(d[silu].sum()) == 4 * int(d[mul].sum())
