@@ -341,6 +341,7 @@ def test_a_function_of_several_cycles_an_element_takes_them_on_every_model():
     one, four = (TileShape("add", 4096, 1, 1, 64, cycles_per_op=c) for c in (1, 4))
     assert one.key() != four.key()
     assert ComputeSteps().latency(four, core) == 4 * ComputeSteps().latency(one, core)
-    assert Roofline(arch).explain(four, core).compute == 4 * Roofline(arch).explain(one, core).compute
+    roof = Roofline(arch)
+    assert roof.explain(four, core).compute == 4 * roof.explain(one, core).compute
     with pytest.raises(ValueError):
         TileShape("add", 4, cycles_per_op=0)
