@@ -147,7 +147,7 @@ def tile_of(entry: dict[str, Any], cnn: bool) -> tuple[TileShape, dict[str, str]
         names[o], names[f], geo[f"S{ax}"], geo[f"D{ax}"] = f"O{ax}", f"F{ax}", st, dl
     reduced = [d for d in size if d not in out and d not in names]
     if entry["type"] in MAC and len(ins) >= 2:  # batch and heads fold into the rows
-        kind = "conv"
+        kind = "conv" if cnn else "gemm"
         for d in (d for d in size if d not in names):
             a, b = d in flat[0], d in flat[1]
             names[d] = "C" if d not in out else "K" if b and not a else \

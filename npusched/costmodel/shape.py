@@ -2,7 +2,9 @@
 
 A tile of a convolution computes ``K`` output channels at ``OY × OX`` output positions over ``C``
 input channels (of one group) and an ``FY × FX`` kernel, with strides ``SY, SX`` and dilations
-``DY, DX``; an fc layer is ``K × C`` with the rest 1. Pooling, element-wise add and concat read
+``DY, DX``; an fc layer is ``K × C`` with the rest 1; a ``gemm`` tile (a tensor program's
+GEMM or batched matmul) is ``K`` columns over ``C`` of reduction at ``OY × OX`` rows (heads ×
+rows), a 1 × 1 convolution to every model but ZigZag, which is given a matmul. Pooling, element-wise add and concat read
 ``inputs`` operands of ``K × OY × OX`` (pooling over its window) and have no weights; an
 element-wise tile of a function such as SiLU takes ``cycles_per_op`` cycles an element
 (:data:`CYCLES_PER_OP`). The three
@@ -29,7 +31,7 @@ def _read(out: int, kernel: int, stride: int, dilation: int) -> int:
 
 
 #: Operations an intra-core cost model distinguishes (a conv with ``groups = C = K`` is ``dwconv``).
-KINDS = ("conv", "dwconv", "fc", "pool", "add", "concat")
+KINDS = ("conv", "dwconv", "fc", "gemm", "pool", "add", "concat")
 
 CYCLES_PER_OP = {"silu": 4, "sigmoid": 4, "exp": 4, "softmax": 7}
 """Cycles an element-wise function takes per element on a core's lanes, where more than one:
@@ -99,7 +101,7 @@ class TileShape:
         :meth:`operations` are MACs spread over the PE array; pooling, add and concat have no
         weights, and their ``in_channels`` default to ``K`` (channel ``k`` reads channel
         ``k``)."""
-        return self.kind in ("conv", "dwconv", "fc")
+        return self.kind in ("conv", "dwconv", "fc", "gemm")
 
     @property
     def IY(self) -> int:

@@ -58,6 +58,10 @@ gaps, which ``IX`` counts as read):
 - ``dwconv``: ``G = K`` groups of one channel, ``W[g][fy][fx]``; the ``K`` unrolling unrolls
   ``G`` (a channel per row, as the analytic model counts it);
 - ``fc``: ZigZag's Gemm ``O[d][k] += I[d][c] · W[c][k]`` with ``D = 1``;
+- ``gemm``: as Stream 2.1.1 writes a MatMul, ``O[d0][d1] += I[d0][d2] · W[d2][d1]`` with
+  ``D0 = OY · OX`` rows, ``D1 = K`` columns, ``D2 = C`` of reduction (ZigZag's spatial mapping
+  generator breaks ties between equally full mappings by the loops' names, so the names
+  matter);
 - ``pool``: ``O[b][k][oy][ox] += W[fy][fx] · I[b][k][iy][ix]`` with a 0-bit window ``W`` and
   outputs of the operand precision (Stream's pooling layers also carry a ``C = K`` loop that
   multiplies their operations by ``K``; not here);
@@ -204,7 +208,7 @@ def _precision(arch: Arch, core: CoreSpec, kind: str) -> dict[str, int]:
     psum = 8 * psum_bytes(max(1, math.ceil(arch.element_bytes)))
     if core.zigzag is not None:
         acc = core.zigzag.get("accumulator_bits")
-        psum = int(acc) if acc and kind in ("conv", "fc") else elem
+        psum = int(acc) if acc and kind in ("conv", "fc", "gemm") else elem
     if kind == "pool":  # a running max / sum of the window: no wider partial results
         return {"W": 0, "I": elem, "O": elem, "O_final": elem}
     if kind == "copy":
@@ -249,6 +253,11 @@ def layer_dict(
             "fc",
             "Gemm",
         )
+    elif s.kind == "gemm":  # as Stream writes a MatMul: rows d0, columns d1, reduction d2
+        dims = {"D0": s.OY * s.OX, "D1": s.K, "D2": s.C}
+        eq, rel, kind, op = "O[d0][d1]+=I[d0][d2]*W[d2][d1]", [], "gemm", "MatMul"
+        alias = {"K": ["D1"], "C": ["D2"], "OX": ["D0"], "OY": [] if "OX" in core.pe_unroll
+                 else ["D0"]}  # fmt: skip
     elif s.kind == "pool":
         dims = {"B": 1, "K": s.K, "OX": s.OX, "OY": s.OY, "FX": s.FX, "FY": s.FY}
         eq, kind, op = "O[b][k][oy][ox]+=W[fy][fx]*I[b][k][iy][ix]", "pool", "MaxPool"
@@ -308,7 +317,7 @@ def tile_text(s: TileShape) -> str:
     ``conv K32 C16 OY28 OX28 FY3 FX3 S2x2`` (``C`` only for conv and fc, no output plane for
     fc, the kernel only when larger than 1 × 1, the strides only when not 1 × 1)."""
     text = f"{s.kind} K{s.K}"
-    if s.kind in ("conv", "fc"):
+    if s.kind in ("conv", "fc", "gemm"):
         text += f" C{s.C}"
     if s.kind != "fc":
         text += f" OY{s.OY} OX{s.OX}"

@@ -30,8 +30,8 @@ weights and caches are DRAM tensors, one per distinct box read. A view
 through it.
 
 **Costs.** A μop is the cost models' :class:`~npusched.costmodel.TileShape`: a ``gemm`` or
-``matmul`` tile ``(b, m, k, n)`` a 1 × 1 convolution of ``n`` outputs over ``k`` inputs at
-``b × m`` positions (its MACs exact; a batched ``matmul`` tile over several heads counts one
+``matmul`` tile ``(b, m, k, n)`` a ``gemm`` tile of ``n`` outputs over ``k`` inputs at
+``b × m`` rows (its MACs exact; a batched ``matmul`` tile over several heads counts one
 head's second operand as its weights, an approximation); the other ops an element-wise ``add``
 over ``b × m × n`` that reads its inputs :data:`~npusched.workload.tensor.PASSES` times, at
 :func:`~npusched.costmodel.shape.cycles_per_op` cycles an element (SiLU, Exp, softmax).
@@ -240,7 +240,7 @@ def _shape(prog: TensorProgram, op: TensorOp, out: Box, red: tuple[int, int]) ->
     m = out[-2][1] - out[-2][0] if len(out) > 1 else 1
     n = out[-1][1] - out[-1][0]
     if op.kind in ("gemm", "matmul"):
-        return TileShape("conv", n, red[1] - red[0], b, m)
+        return TileShape("gemm", n, red[1] - red[0], b, m)
     fn = op.fn if op.kind == "eltwise" else op.kind
     return TileShape("add", n, 1, b, m, inputs=len(op.inputs) * PASSES[op.kind],
                      cycles_per_op=cycles_per_op(fn))

@@ -55,7 +55,7 @@ def test_a_strided_convolution_becomes_its_tile():
 
 
 def test_gemm_fc_pooling_reduction_and_eltwise_tiles():
-    assert tile_of(GEMM, cnn=False)[0] == TileShape("conv", 8, 16, 1, 1)  # partition.tensor's
+    assert tile_of(GEMM, cnn=False)[0] == TileShape("gemm", 8, 16, 1, 1)  # partition.tensor's
     fc = {**GEMM, "equation": "O[d0][d2] = A[d1] * B[d1][d2]"}
     assert tile_of(fc, cnn=True)[0] == TileShape("fc", 8, 16)
     pool = {"type": "MaxPool", "equation": "O[d0][d1][d2][d3] = A[d0][d1][d6][d7]",
@@ -117,7 +117,7 @@ def test_one_pair_from_a_saved_lut(tmp_path):
                  "tpu_like_quad_core", "--cache", str(tmp_path / "zz"), "--json", str(out),
                  "--doc", str(doc)]) == 0  # fmt: skip
     gemm, silu = json.loads(out.read_text())
-    assert (gemm["node"], gemm["cores"], gemm["tile"]) == ("Gemm_Left", 2, "conv K8 C16 OY1 OX1")
+    assert (gemm["node"], gemm["cores"], gemm["tile"]) == ("Gemm_Left", 2, "gemm K8 C16 OY1 OX1")
     # both price the ONNX's bf16 operands (not the core's int8) on the core's own hierarchy
     assert gemm["npusched"] == 4 and gemm["within"] and not gemm["cause"]
     # Stream charges SiLU 4 cycles an element, and so does npusched's tile of it

@@ -508,3 +508,17 @@ def test_cycles_per_op_multiply_zigzags_compute(tmp_path):
     a, b = cost.explain(one, SIMD), cost.explain(four, SIMD)
     assert b.source == "zigzag" and b.ideal_temporal_cycle == 4 * a.ideal_temporal_cycle
     assert b.latency > a.latency
+
+
+def test_a_gemm_tile_is_given_to_zigzag_as_stream_writes_a_matmul(tmp_path):
+    shape = TileShape("gemm", 64, 48, 2, 16)  # 64 columns over 48, 2 heads x 16 rows
+    layer, mapping = zi.layer_dict(shape, TPU, STREAM)
+    assert layer["equation"] == "O[d0][d1]+=I[d0][d2]*W[d2][d1]"
+    assert dict(zip(layer["loop_dims"], layer["loop_sizes"], strict=True)) == {
+        "D0": 32, "D1": 64, "D2": 48}
+    assert mapping["spatial_mapping"] == {"D1": ["D1, 32"], "D2": ["D2, 32"]}  # TPU's K, C
+    cost = zz.ZigZagCost(STREAM, cache_dir=tmp_path, lpf_limit=2)
+    conv = TileShape("conv", 64, 48, 2, 16)  # the same MACs as a 1 x 1 convolution
+    assert cost.explain(shape, TPU).ideal_temporal_cycle == cost.explain(
+        conv, TPU).ideal_temporal_cycle == 2 * 2 * 32
+    assert Roofline(STREAM).latency(shape, TPU) == Roofline(STREAM).latency(conv, TPU)
