@@ -4,11 +4,11 @@ A tile of a convolution computes ``K`` output channels at ``OY × OX`` output po
 input channels (of one group) and an ``FY × FX`` kernel, with strides ``SY, SX`` and dilations
 ``DY, DX``; an fc layer is ``K × C`` with the rest 1; a ``gemm`` tile (a tensor program's
 GEMM or batched matmul) is ``K`` columns over ``C`` of reduction at ``OY × OX`` rows (heads ×
-rows), a 1 × 1 convolution to every model but ZigZag, which is given a matmul. Pooling, element-wise add and concat read
-``inputs`` operands of ``K × OY × OX`` (pooling over its window) and have no weights; an
-element-wise tile of a function such as SiLU takes ``cycles_per_op`` cycles an element
-(:data:`CYCLES_PER_OP`). The three
-operands are ZigZag's and Stream's: weights ``W``, inputs ``I`` and outputs ``O``.
+rows), a 1 × 1 convolution to every model but ZigZag, which is given a matmul. Pooling,
+element-wise add and concat read ``inputs`` operands of ``K × OY × OX`` (pooling over its
+window) and have no weights; an element-wise tile of a function such as SiLU takes
+``cycles_per_op`` cycles an element (:data:`CYCLES_PER_OP`). The three operands are ZigZag's
+and Stream's: weights ``W``, inputs ``I`` and outputs ``O``.
 """
 
 from __future__ import annotations

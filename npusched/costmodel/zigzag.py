@@ -341,7 +341,7 @@ class ZigZagCost:
         ordering (after a search); say so before calling it."""
         prec = layer["operand_precision"]
         for op, reg in core.registers.items():
-            bits = prec[op]
+            bits = prec.get(op, 0)
             if reg.bytes * 8 < bits:
                 raise ValueError(
                     f"cores/{k}/registers/{op}: ZigZag rejects a {reg.bytes}-byte {op} register: "

@@ -45,30 +45,30 @@ The accelerator ZigZag sees (:func:`accelerator_dict`)
 
 The layer ZigZag sees (:func:`layer_dict`)
 ------------------------------------------
-Stream's layer dictionaries, with the tile's extents and no padding. ZigZag derives the inputs
-from ``ix = SX·ox + DX·fx`` and ``iy = SY·oy + DY·fy`` and loads only the rows and columns the
-windows touch (a 1×1 conv of stride 2 reads ``OX`` columns, as
+Stream 2.1.1's layer dictionaries, its loop names and operands too (ZigZag's spatial mapping
+generator breaks ties between equally full mappings by the loops' names, so the names change
+what a searched unrolling gets), with the tile's extents and no padding. ZigZag derives the
+inputs from the relations (``d8 = SX·d1 + DX·d3`` for the columns) and loads only the rows and
+columns the windows touch (a 1×1 conv of stride 2 reads ``OX`` columns, as
 :attr:`~npusched.costmodel.shape.TileShape.IX` counts them; with a dilation ZigZag also skips the
 gaps, which ``IX`` counts as read):
 
-- ``conv``: ``O[b][g][k][oy][ox] += W[k][c][fy][fx] · I[b][g][c][iy][ix]`` (size-1 ``K`` and
-  ``C`` dropped, as Stream does); a grouped conv whose tile reads ``in_channels = g·C``
-  channels has ``G = g`` groups of ``⌈K/g⌉`` output channels (``W[g][k][c][fy][fx]``), and the
-  ``K`` unrolling covers ``K`` then ``G``;
-- ``dwconv``: ``G = K`` groups of one channel, ``W[g][fy][fx]``; the ``K`` unrolling unrolls
-  ``G`` (a channel per row, as the analytic model counts it);
-- ``fc``: ZigZag's Gemm ``O[d][k] += I[d][c] · W[c][k]`` with ``D = 1``;
-- ``gemm``: as Stream 2.1.1 writes a MatMul, ``O[d0][d1] += I[d0][d2] · W[d2][d1]`` with
-  ``D0 = OY · OX`` rows, ``D1 = K`` columns, ``D2 = C`` of reduction (ZigZag's spatial mapping
-  generator breaks ties between equally full mappings by the loops' names, so the names
-  matter);
-- ``pool``: ``O[b][k][oy][ox] += W[fy][fx] · I[b][k][iy][ix]`` with a 0-bit window ``W`` and
-  outputs of the operand precision (Stream's pooling layers also carry a ``C = K`` loop that
-  multiplies their operations by ``K``; not here);
-- ``add`` of two inputs: ZigZag's element-wise Add ``O = I · W`` (the second input is ``W``)
-  over ``B, OY, OX, K``; ``add`` of one input and ``concat`` (a tile copies its slice of one
-  input): the same with a 0-bit scalar ``W[]`` (Stream's unary form); ``add`` of three or more
-  inputs has no ZigZag form and falls back to the analytic latency.
+- ``conv``: ``O[d0][d6][d2][d1] += I[d0][d5][d7][d8] · W[d6][d5][d4][d3]`` (``d1 … d6``: ``OX,
+  OY, FX, FY, C, K``; :data:`CONV_NAMES`);
+- a grouped conv whose tile reads ``in_channels = g·C`` channels: ``G = g`` groups of
+  ``⌈K/g⌉`` output channels, ``O[b][g][k][oy][ox] += W[g][k][c][fy][fx] · I[b][g][c][iy][ix]``,
+  the ``K`` unrolling covering ``K`` then ``G``; ``dwconv``: ``G = K`` groups of one channel,
+  ``W[g][fy][fx]``, the ``K`` unrolling unrolling ``G`` (a channel per row, as the analytic
+  model counts it) (:func:`_grouped_form`);
+- ``fc``: ``O[d0][d2] += I[d1] · W[d1][d2]`` (``C, K``);
+- ``gemm``: as Stream writes a MatMul, ``O[d0][d1] += I[d0][d2] · W[d2][d1]`` with ``D0 = OY ·
+  OX`` rows, ``D1 = K`` columns, ``D2 = C`` of reduction;
+- ``pool``: one operand, ``O[d0][d1][d2][d3] = I[d0][d1][d6][d7]`` (``N, C, H, W`` and the
+  window ``d4, d5``; :data:`PLANE_NAMES`), outputs of the operand precision;
+- ``add`` of two inputs: ``O[d0][d1][d2][d3] += I[…] · W[…]`` (the second input is ``W``);
+  ``add`` of one input and ``concat`` (a tile copies its slice of one input): one operand,
+  ``O[…] = I[…]``; ``add`` of three or more inputs has no ZigZag form and falls back to the
+  analytic latency.
 """
 
 from __future__ import annotations
@@ -216,79 +216,101 @@ def _precision(arch: Arch, core: CoreSpec, kind: str) -> dict[str, int]:
     return {"W": elem, "I": elem, "O": psum, "O_final": elem}
 
 
+Form = tuple[dict[str, int], str, list[str], str, str, dict[str, list[str]]]
+"""A layer's loops, equation, dimension relations, precision kind, operator type and the
+``pe_unroll`` loop → layer loops it unrolls."""
+
+CONV_NAMES = {"OX": ["D1"], "OY": ["D2"], "FX": ["D3"], "FY": ["D4"], "C": ["D5"], "K": ["D6"]}
+"""Stream 2.1.1's loop names of a convolution (``O[d0][d6][d2][d1] += I[d0][d5][d7][d8] ·
+W[d6][d5][d4][d3]``)."""
+PLANE_NAMES = {"K": ["D1"], "OY": ["D2"], "OX": ["D3"], "FY": ["D4"], "FX": ["D5"]}
+"""Stream 2.1.1's loop names of pooling and element-wise operators (``N, C, H, W`` as ``d0 …
+d3``, a pooling window ``d4, d5``)."""
+
+
+def _form(s: TileShape, core: CoreSpec) -> Form:
+    """The tile as Stream 2.1.1 writes its layer for ZigZag (module docstring); a grouped or
+    depthwise convolution as npusched writes it (:func:`_grouped_form`)."""
+    win = [f"d7={s.SY}*d2+{s.DY}*d4", f"d8={s.SX}*d1+{s.DX}*d3"]
+    if s.kind == "dwconv" or (s.kind == "conv" and s.in_channels > s.C
+                              and s.in_channels % s.C == 0):  # fmt: skip
+        return _grouped_form(s)
+    if s.kind == "conv":
+        dims = {"D0": 1, "D1": s.OX, "D2": s.OY, "D3": s.FX, "D4": s.FY, "D5": s.C, "D6": s.K}
+        eq = "O[d0][d6][d2][d1]+=I[d0][d5][d7][d8]*W[d6][d5][d4][d3]"
+        return dims, eq, win, "conv", "Conv", CONV_NAMES
+    if s.kind == "fc":
+        dims = {"D0": 1, "D1": s.C, "D2": s.K}
+        return dims, "O[d0][d2]+=I[d1]*W[d1][d2]", [], "fc", "Gemm", {"C": ["D1"], "K": ["D2"]}
+    if s.kind == "gemm":  # as Stream writes a MatMul: rows d0, columns d1, reduction d2
+        dims = {"D0": s.OY * s.OX, "D1": s.K, "D2": s.C}
+        rows = {"OX": ["D0"], "OY": [] if "OX" in core.pe_unroll else ["D0"]}
+        return dims, "O[d0][d1]+=I[d0][d2]*W[d2][d1]", [], "gemm", "MatMul", {
+            "K": ["D1"], "C": ["D2"], **rows}
+    plane = {"D0": 1, "D1": s.K, "D2": s.OY, "D3": s.OX}
+    ix = "[d0][d1][d2][d3]"
+    if s.kind == "pool":
+        rel = [f"d6={s.SY}*d2+{s.DY}*d4", f"d7={s.SX}*d3+{s.DX}*d5"]
+        return ({**plane, "D4": s.FY, "D5": s.FX}, f"O{ix}=I[d0][d1][d6][d7]", rel, "pool",
+                "MaxPool", PLANE_NAMES)  # fmt: skip
+    if s.kind == "add" and s.inputs > 2:
+        raise Unsupported(f"add of {s.inputs} inputs: ZigZag's element-wise operators take two")
+    if s.kind == "add" and s.inputs == 2:
+        return plane, f"O{ix}+=I{ix}*W{ix}", [], "add", "Add", PLANE_NAMES
+    return plane, f"O{ix}=I{ix}", [], "copy", "Copy", PLANE_NAMES
+
+
+def _grouped_form(s: TileShape) -> Form:
+    """A depthwise convolution (``G = K`` groups of one channel), or a tile over several
+    groups (``G = g`` groups of ``⌈K/g⌉`` output channels); the ``K`` unrolling covers ``K``
+    then ``G``."""
+    if s.kind == "dwconv":
+        groups, K, C = s.K, 1, 1
+        alias = {"K": ["G"], "C": []}
+    else:
+        groups = s.in_channels // s.C
+        K, C = -(-s.K // groups), s.C
+        alias = {"K": ["K", "G"]}
+    dims = {"B": 1, "K": K, "G": groups, "OX": s.OX, "C": C, "FX": s.FX, "OY": s.OY, "FY": s.FY}
+    w = "[g][k]" if K > 1 else "[g]"
+    eq = f"O[b][g][k][oy][ox]+=W{w}[c][fy][fx]*I[b][g][c][iy][ix]"
+    for d in ("C", "K"):  # a size-1 K or C is left out
+        if dims[d] == 1:
+            del dims[d]
+            eq = eq.replace(f"[{d.lower()}]", "")
+    rel = [f"ix={s.SX}*ox+{s.DX}*fx", f"iy={s.SY}*oy+{s.DY}*fy"]
+    return dims, eq, rel, "conv", "Conv", alias
+
+
 def layer_dict(
     shape: TileShape, core: CoreSpec, arch: Arch
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """ZigZag's layer dictionary of ``shape`` (module docstring) and its mapping dictionary
-    (the fixed spatial unrolling of ``core``)."""
-    s = shape
-    rel = [f"ix={s.SX}*ox+{s.DX}*fx", f"iy={s.SY}*oy+{s.DY}*fy"]
-    dims: dict[str, int]
-    # pe_unroll loop name -> the layer loops it unrolls here
-    alias: dict[str, list[str]] = {}
-    if s.kind in ("conv", "dwconv"):
-        groups = 1
-        if s.kind == "dwconv":
-            groups, K, C = s.K, 1, 1
-            alias = {"K": ["G"], "C": []}
-        else:
-            K, C = s.K, s.C
-            if s.in_channels > s.C and s.in_channels % s.C == 0:  # a tile over several groups
-                groups = s.in_channels // s.C
-                K = -(-s.K // groups)
-                alias = {"K": ["K", "G"]}
-        dims = {"B": 1, "K": K, "G": groups, "OX": s.OX, "C": C, "FX": s.FX, "OY": s.OY, "FY": s.FY}
-        w = "[g][k]" if groups > 1 and K > 1 else ("[g]" if groups > 1 else "[k]")
-        eq = f"O[b][g][k][oy][ox]+=W{w}[c][fy][fx]*I[b][g][c][iy][ix]"
-        for d in ("C", "K"):  # as Stream writes it: a size-1 K or C is left out
-            if dims[d] == 1:
-                del dims[d]
-                eq = eq.replace(f"[{d.lower()}]", "")
-        kind, op = "conv", "Conv"
-    elif s.kind == "fc":
-        dims, eq, rel, kind, op = (
-            {"D": 1, "C": s.C, "K": s.K},
-            "O[d][k]+=I[d][c]*W[c][k]",
-            [],
-            "fc",
-            "Gemm",
-        )
-    elif s.kind == "gemm":  # as Stream writes a MatMul: rows d0, columns d1, reduction d2
-        dims = {"D0": s.OY * s.OX, "D1": s.K, "D2": s.C}
-        eq, rel, kind, op = "O[d0][d1]+=I[d0][d2]*W[d2][d1]", [], "gemm", "MatMul"
-        alias = {"K": ["D1"], "C": ["D2"], "OX": ["D0"], "OY": [] if "OX" in core.pe_unroll
-                 else ["D0"]}  # fmt: skip
-    elif s.kind == "pool":
-        dims = {"B": 1, "K": s.K, "OX": s.OX, "OY": s.OY, "FX": s.FX, "FY": s.FY}
-        eq, kind, op = "O[b][k][oy][ox]+=W[fy][fx]*I[b][k][iy][ix]", "pool", "MaxPool"
-    else:  # add, concat: element-wise over B, OY, OX, K (Stream's B, H, D, K)
-        if s.kind == "add" and s.inputs > 2:
-            raise Unsupported(f"add of {s.inputs} inputs: ZigZag's element-wise operators take two")
-        dims, rel = {"B": 1, "OY": s.OY, "OX": s.OX, "K": s.K}, []
-        ix = "[b][oy][ox][k]"
-        if s.kind == "add" and s.inputs == 2:
-            eq, kind, op = f"O{ix}+=I{ix}*W{ix}", "add", "Add"
-        else:
-            eq, kind, op = f"O{ix}+=I{ix}*W[]", "copy", "Copy"
+    (the fixed spatial unrolling of ``core``, or none where it is searched)."""
+    dims, eq, rel, kind, op, alias = _form(shape, core)
+    precision = _precision(arch, core, kind)
+    operands = ["I", "W"] if "W[" in eq else ["I"]  # a unary operator reads one operand
+    if "W" not in operands:
+        del precision["W"]
     layer = {
         "id": 0,
-        "name": s.kind,
+        "name": shape.kind,
         "operator_type": op,
         "equation": eq,
         "loop_dims": list(dims),
         "loop_sizes": list(dims.values()),
-        "dimension_relations": rel if "iy" in eq else [],
-        "operand_precision": _precision(arch, core, kind),
-        "operand_source": {"W": 0, "I": 0},
+        "dimension_relations": rel,
+        "operand_precision": precision,
+        "operand_source": {x: 0 for x in operands},
     }
-    if s.cycles_per_op > 1:  # not ZigZag's layer field: the evaluation takes it (Stream's way)
-        layer["cycles_per_op"] = s.cycles_per_op
+    if shape.cycles_per_op > 1:  # not ZigZag's layer field: the evaluation takes it (Stream's)
+        layer["cycles_per_op"] = shape.cycles_per_op
     mapping = {
         "name": op,  # the layer's operator type: ZigZag picks it without a warning
         # a searched unrolling: empty, ZigZag's generator picks one (as Stream leaves it)
         "spatial_mapping": {} if core.unrolling == "searched" else spatial_mapping(core, dims,
                                                                                     alias),
-        "memory_operand_links": {"O": "O", "W": "I2", "I": "I1"},
+        "memory_operand_links": {"O": "O", **{x: MEM_OP[x] for x in operands}},
         "temporal_ordering": [],
     }
     return layer, mapping
@@ -337,13 +359,13 @@ def operand_bits(shape: TileShape, layer: dict[str, Any]) -> dict[str, int]:
     out = s.K * s.OY * s.OX
     if s.kind in ("add", "concat"):
         w = out if layer["operator_type"] == "Add" else 0
-        return {"W": w * prec["W"], "I": out * prec["I"], "O": out * prec["O_final"]}
+        return {"W": w * prec.get("W", 0), "I": out * prec["I"], "O": out * prec["O_final"]}
     rows = len({s.SY * o + s.DY * f for o in range(s.OY) for f in range(s.FY)})
     cols = len({s.SX * o + s.DX * f for o in range(s.OX) for f in range(s.FX)})
     inputs = s.C if s.kind == "fc" else s.in_channels * rows * cols
     reduces = s.C * s.FY * s.FX > 1 if s.has_weights else s.FY * s.FX > 1
     return {
-        "W": s.elements()["W"] * prec["W"],
+        "W": s.elements()["W"] * prec.get("W", 0),
         "I": inputs * prec["I"],
         "O": out * (prec["O"] if reduces else prec["O_final"]),
     }

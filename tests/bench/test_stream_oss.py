@@ -52,3 +52,23 @@ def test_live_path_reports_what_went_wrong():
                       OSS / "workload" / "swiglu_1_16_32.onnx")
     assert row["cycles"] is None and row["stream_failed"] == "ModuleNotFoundError"
     assert row["wall_s"] >= 0
+
+
+@needs_shared
+def test_a_pair_stream_cannot_allocate_gets_the_verified_list(tmp_path):
+    import shutil
+
+    data = tmp_path / "oss"
+    shutil.copytree(OSS / "hardware", data / "hardware")
+    (data / "workload").mkdir()
+    shutil.copy(OSS / "workload" / "swiglu_1_16_32.onnx", data / "workload")
+    (data / "reference.json").write_text(json.dumps([
+        {"workload": "swiglu_1_16_32", "hardware": "simba", "cycles": None, "wall_s": 3.0,
+         "stream_failed": "InfeasibleAllocationError"}]))  # fmt: skip
+    out, doc = tmp_path / "rows.json", tmp_path / "doc.md"
+    assert main(["--data", str(data), "--json", str(out)]) == 0
+    assert json.loads(out.read_text()) == []  # skipped without --infeasible
+    assert main(["--data", str(data), "--infeasible", "--json", str(out), "--doc", str(doc)]) == 0
+    (row,) = json.loads(out.read_text())
+    assert row["verified"] and row["stream_cycles"] is None and row["makespan"] >= row["bound"]
+    assert "no allocation" in doc.read_text()

@@ -127,7 +127,19 @@ def test_description_of_stream_tpu_core():
     assert {p["bandwidth_max"] for p in mem["sram"]["ports"]} == {2048}
     layer, mapping = zi.layer_dict(TileShape("conv", 16, 64, 1, 56, 3, 3), TPU, STREAM)
     assert layer["operand_precision"] == {"W": 8, "I": 8, "O": 16, "O_final": 8}
-    assert mapping["spatial_mapping"] == {"D1": ["K, 32"], "D2": ["C, 32"]}
+    # Stream's loop names: K is d6, C d5 (O[d0][d6][d2][d1] += I[d0][d5][d7][d8] * W[d6]...)
+    assert layer["equation"] == "O[d0][d6][d2][d1]+=I[d0][d5][d7][d8]*W[d6][d5][d4][d3]"
+    assert mapping["spatial_mapping"] == {"D1": ["D6, 32"], "D2": ["D5, 32"]}
+
+
+def test_a_unary_operator_has_one_operand_as_stream_writes_it():
+    for shape in (TileShape("add", 8, 1, 3, 3), TileShape("concat", 8, 1, 3, 3),
+                  TileShape("pool", 8, 1, 3, 3, 2, 2, 2, 2)):
+        layer, mapping = zi.layer_dict(shape, SIMD, STREAM)
+        assert "W[" not in layer["equation"] and "W" not in layer["operand_precision"]
+        assert set(mapping["memory_operand_links"]) == {"O", "I"}
+    layer, _ = zi.layer_dict(TileShape("add", 8, 1, 3, 3, inputs=2), SIMD, STREAM)
+    assert layer["equation"] == "O[d0][d1][d2][d3]+=I[d0][d1][d2][d3]*W[d0][d1][d2][d3]"
 
 
 def test_flexer_core_gets_its_share_of_the_shared_buffer():
