@@ -110,11 +110,11 @@ def longer_by(makespan: float, cycles: float | None, parts: dict[str, float],
 
 
 def run_pair(workload: Path, hardware: Path, stream: dict[str, Any], time_limit: float,
-             threads: int, seed: int) -> dict[str, Any]:  # fmt: skip
+             threads: int, seed: int, cost: str = "analytic") -> dict[str, Any]:  # fmt: skip
     """One workload on one accelerator (module docstring)."""
     t0 = time.perf_counter()
     inst = partition_network(resolve_network(str(workload)), load_arch(hardware), "stream",
-                             precision="workload")  # Stream prices the ONNX element type
+                             precision="workload", cost=cost)  # fmt: skip
     t_part = time.perf_counter() - t0
     t1 = time.perf_counter()
     listed = solve(inst, "list")
@@ -141,12 +141,13 @@ def run_pair(workload: Path, hardware: Path, stream: dict[str, Any], time_limit:
     }  # fmt: skip
 
 
-def run_list_only(workload: Path, hardware: Path, stream: dict[str, Any]) -> dict[str, Any]:
+def run_list_only(workload: Path, hardware: Path, stream: dict[str, Any],
+                  cost: str = "analytic") -> dict[str, Any]:  # fmt: skip
     """A pair Stream finds no allocation for: npusched's memory-aware list alone (DRAM
     streaming and eviction where the weights do not fit on chip), verified."""
     t0 = time.perf_counter()
     inst = partition_network(resolve_network(str(workload)), load_arch(hardware), "stream",
-                             precision="workload")  # fmt: skip
+                             precision="workload", cost=cost)  # fmt: skip
     t_part = time.perf_counter() - t0
     listed = solve(inst, "list")
     ok = listed.solution is not None and check(inst, listed.solution).ok
@@ -204,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workloads", help="comma-separated workload names (default: all shipped)")
     p.add_argument("--hardware", help="comma-separated accelerators (default: the reference's)")
     p.add_argument("--data", type=Path, default=SHARED, help="the stream-oss folder")
+    p.add_argument("--cost", default="analytic", choices=("analytic", "zigzag"),
+                   help="the CNs' latencies: npusched's roofline or ZigZag on each core's own "
+                   "description, as Stream prices them")
     p.add_argument("--infeasible", action="store_true",
                    help="also the pairs Stream finds no allocation for: npusched's list alone "
                    "(long: 10^5 CNs and more)")
@@ -227,8 +231,9 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)  # fmt: skip
             continue
         try:
-            row = (run_list_only(onnx, hw, stream) if stream.get("stream_failed") else
-                   run_pair(onnx, hw, stream, args.time_limit, args.threads, args.seed))
+            row = (run_list_only(onnx, hw, stream, args.cost) if stream.get("stream_failed")
+                   else run_pair(onnx, hw, stream, args.time_limit, args.threads, args.seed,
+                                 args.cost))  # fmt: skip
         except ValueError as err:  # a CN that fits no core: say so, go on
             print(f"{entry['workload']} on {entry['hardware']}: {err}", flush=True)
             continue
