@@ -16,6 +16,7 @@ from npusched.heuristics.placement import swap_deltas
 from npusched.heuristics.scheduling.list_scheduling import Priority, list_schedule
 from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
+from npusched.methods.fit import fit_allocation
 from npusched.methods.registry import Context, bounded
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
 from npusched.problem.scheduling.routed_relax import (
@@ -97,40 +98,6 @@ def memory_list_best(instance: RoutedInstance, priority: str) -> RoutedSchedule:
         assert failed is not None
         raise MemoryDeadlock(f"no allocation of the list fits the memories: {failed}")
     return min(found, key=lambda s: s.makespan(instance))
-
-
-def fit_allocation(instance: RoutedInstance, core: np.ndarray) -> np.ndarray:
-    """``core`` changed until every μop's resident data under it fits its core's memory
-    (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.operand_data`: a copy on a core
-    holds what all the μops there read, so μops that share a core can overflow it together).
-    Each step moves the μop furthest over its core to the allowed core that leaves the least
-    overflow in all; it stops when nothing overflows, or with the reason when no move lowers
-    the overflow. Without capacities, or without overflow, ``core`` as it is."""
-    if instance.capacity is None:
-        return core
-    cap, mask = instance.capacity, instance.mask
-    core = np.array(core, dtype=np.int64)
-
-    def overflow(c: np.ndarray) -> tuple[int, np.ndarray]:
-        over = np.maximum(instance.operand_data(c) - cap[c], 0)
-        return int(over.sum()), over
-
-    total, over = overflow(core)
-    while total > 0:
-        i = int(np.argmax(over))
-        moves = [(overflow(np.where(np.arange(instance.n) == i, k, core))[0], k)
-                 for k in np.flatnonzero(mask[i]).tolist() if k != core[i]]  # fmt: skip
-        best = min(moves, default=(total, -1))
-        if best[0] >= total:
-            cid = instance.accelerator.cores[int(core[i])].id
-            raise ValueError(
-                f"core {cid}: μop {instance.graph.ids[i]} needs {int(over[i] + cap[core[i]])} "
-                f"{instance.data_unit} resident under the list's allocation, over the core's "
-                f"{int(cap[core[i]])}, and no move of a μop to another core lowers the overflow"
-            )
-        core[i] = best[1]
-        total, over = overflow(core)
-    return core
 
 
 def routed_warm_start(instance: RoutedInstance, priority: Priority) -> RoutedSchedule:

@@ -110,3 +110,55 @@ def test_no_allocation_that_fits_is_the_lists_failure_not_bad_input(monkeypatch)
     assert "no allocation of the list fits the memories" in res.message
     assert "no move of a μop" in res.message
     assert res.bound == inst.lower_bound()
+
+
+def _naive_fit(instance, core):
+    """The definition, evaluated the slow way: every candidate move priced by recomputing every
+    μop's resident data (what fit_allocation did before it kept them up to date)."""
+    cap, mask = instance.capacity, instance.mask
+    core = np.array(core, dtype=np.int64)
+
+    def overflow(c):
+        over = np.maximum(instance.operand_data(c) - cap[c], 0)
+        return int(over.sum()), over
+
+    total, over = overflow(core)
+    while total > 0:
+        i = int(np.argmax(over))
+        moves = [(overflow(np.where(np.arange(instance.n) == i, k, core))[0], k)
+                 for k in np.flatnonzero(mask[i]).tolist() if k != core[i]]  # fmt: skip
+        best = min(moves, default=(total, -1))
+        if best[0] >= total:
+            raise ValueError("no move")
+        core[i] = best[1]
+        total, over = overflow(core)
+    return core
+
+
+@pytest.mark.parametrize("s", [(128, 128, 64, 64), (64, 64, 32, 32), (32, 32, 16, 16)])
+def test_kept_resident_data_gives_the_moves_of_the_definition(s):
+    inst = fsrcnn(s)
+    first = list_schedule(inst.base, "blevel").core
+    try:
+        want = _naive_fit(inst, first)
+    except ValueError:
+        with pytest.raises(ValueError, match="no move of a μop"):
+            fit_allocation(inst, first)
+        return
+    assert np.array_equal(fit_allocation(inst, first), want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_resident_data_kept_equals_operand_data_after_random_moves(seed):
+    from npusched.bench.generate import layered_dag
+    from npusched.bench.memory_scaling import with_dram
+    from npusched.methods.fit import _Resident  # noqa: PLC2701 - the invariant under test
+    from npusched.problem.scheduling.routed import RoutedInstance
+
+    rng = np.random.default_rng(seed)
+    base = layered_dag(6, 4, (2, 3), latency=(2, 6), nbytes=(8, 24), seed=seed)
+    inst = with_dram(RoutedInstance.from_mesh(base), rng)
+    res = _Resident(inst, rng.integers(0, inst.m, inst.n))
+    for _ in range(40):
+        res.move(int(rng.integers(inst.n)), int(rng.integers(inst.m)))
+        assert np.array_equal(res.need, inst.operand_data(res.core))
