@@ -27,7 +27,9 @@ class _Resident:
     ``need[q] = base[q] + Σ_p held(p, core[q])`` over the data producers ``p`` of ``q``, with
     ``base`` the μop's own output and DRAM tensors, and ``held(p, c)`` the producer's whole
     output on its own core, else :meth:`~RoutedInstance.copy_data` of ``total[p, c]``, what the
-    readers of ``p`` on core ``c`` read of it; 0 for a streamed μop."""
+    readers of ``p`` on core ``c`` read of it; 0 for a streamed μop. A move changes ``held``
+    only for the moved μop's producers and its own output, on the two cores, and the readers
+    there take the difference."""
 
     def __init__(self, inst: RoutedInstance, core: np.ndarray) -> None:
         g, n, m = inst.graph, inst.n, inst.m
@@ -40,16 +42,16 @@ class _Resident:
         self.output = np.asarray(inst.output_data, dtype=np.int64)
         self.streamed = inst.is_streamed
         self.inputs: list[list[tuple[int, int]]] = [[] for _ in range(n)]  # q: (p, read)
-        self.readers: list[list[tuple[int, int]]] = [[] for _ in range(n)]  # p: (q, read)
+        self.readers: list[dict[int, set[int]]] = [{} for _ in range(n)]  # p: core -> readers
+        self.total: defaultdict[int, int] = defaultdict(int)
         for qq, pp, rr in zip(q.tolist(), p.tolist(), read.tolist(), strict=True):
+            c = int(self.core[qq])
             self.inputs[qq].append((pp, rr))
-            self.readers[pp].append((qq, rr))
+            self.readers[pp].setdefault(c, set()).add(qq)
+            self.total[pp * m + c] += rr
         self.base = self.output.copy()
         for t in inst.dram:
             self.base[t.consumers] += t.data
-        self.total: defaultdict[int, int] = defaultdict(int)
-        for qq, pp, rr in zip(q.tolist(), p.tolist(), read.tolist(), strict=True):
-            self.total[pp * m + int(self.core[qq])] += rr
         self.need = np.array(inst.operand_data(self.core), dtype=np.int64)  # as _need gives
 
     def _held(self, p: int, c: int) -> int:
@@ -63,26 +65,30 @@ class _Resident:
         c = int(self.core[q])
         return int(self.base[q]) + sum(self._held(p, c) for p, _ in self.inputs[q])
 
-    def _touched(self, i: int, cores: tuple[int, int]) -> set[int]:
-        """The μops whose resident data may change when ``i`` moves between ``cores``."""
-        out = {i}
-        for p, _ in self.inputs[i]:
-            out.update(q for q, _ in self.readers[p] if self.core[q] in cores)
-        out.update(q for q, _ in self.readers[i] if self.core[q] in cores)
-        return out
-
     def move(self, i: int, k: int) -> dict[int, int]:
         """Move μop ``i`` to core ``k``; the previous resident data of the μops it changed."""
         a = int(self.core[i])
-        touched = self._touched(i, (a, k))
+        old: dict[int, int] = {i: int(self.need[i])}
+
+        def shift(p: int, before: tuple[int, int]) -> None:
+            for c, b in zip((a, k), before, strict=True):
+                d = self._held(p, c) - b
+                for q in self.readers[p].get(c, ()) if d else ():
+                    if q != i and not self.streamed[q]:
+                        old.setdefault(q, int(self.need[q]))
+                        self.need[q] += d
+
         for p, r in self.inputs[i]:
+            before = (self._held(p, a), self._held(p, k))
             self.total[p * self.m + a] -= r
             self.total[p * self.m + k] += r
+            self.readers[p][a].discard(i)
+            self.readers[p].setdefault(k, set()).add(i)
+            shift(p, before)
+        before = (self._held(i, a), self._held(i, k))
         self.core[i] = k
-        touched |= self._touched(i, (a, k))
-        old = {q: int(self.need[q]) for q in touched}
-        for q in touched:
-            self.need[q] = self._need(q)
+        shift(i, before)
+        self.need[i] = self._need(i)
         return old
 
 
