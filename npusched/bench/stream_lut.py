@@ -55,8 +55,9 @@ from npusched.bench.doc import publish
 from npusched.common.jsonio import read_json
 from npusched.costmodel import TileShape
 from npusched.costmodel.shape import cycles_per_op
-from npusched.costmodel.zigzag import ZigZagBreakdown, ZigZagCost, attempt
+from npusched.costmodel.zigzag import ZigZagBreakdown, ZigZagCost
 from npusched.costmodel.zigzag_input import Unsupported, accelerator_dict, layer_dict, tile_text
+from npusched.costmodel.zigzag_run import attempt
 from npusched.partition.api import priced_arch, resolve_network
 from npusched.workload.network import Network
 

@@ -14,6 +14,7 @@ from npusched.arch import Register, load_arch
 from npusched.costmodel import TileShape, cost_model
 from npusched.costmodel import zigzag as zz
 from npusched.costmodel import zigzag_input as zi
+from npusched.costmodel import zigzag_run as zr
 from npusched.costmodel.compute import split_unrolling
 from npusched.costmodel.roofline import Roofline
 
@@ -26,13 +27,13 @@ SMALL = TileShape("conv", 8, 8, 2, 4, 3, 3)  # ~0.05 s at lpf 2
 def counted(monkeypatch):
     """The ZigZag evaluations made in this process."""
     calls = []
-    real = zz._evaluate
+    real = zr.evaluate
 
     def counting(*args, **kwargs):
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(zz, "_evaluate", counting)
+    monkeypatch.setattr(zr, "evaluate", counting)
     return calls
 
 
@@ -356,7 +357,7 @@ def test_register_check_is_zigzags(tmp_path):
     """Without the check, ZigZag itself finds no loop ordering for a 1-byte O register."""
     core = _with_registers(O=Register(1, 2, ("C",)))
     layer, mapping = zi.layer_dict(SMALL, core, STREAM)
-    status, (kind, _) = zz.attempt(zi.accelerator_dict(STREAM, core), layer, mapping, "loma", 2)
+    status, (kind, _) = zr.attempt(zi.accelerator_dict(STREAM, core), layer, mapping, "loma", 2)
     assert (status, kind) == ("error", "no_loop_ordering")
 
 
@@ -429,13 +430,13 @@ def test_validator_and_assertion_rejections_name_the_field():
     layer, mapping = zi.layer_dict(SMALL, TPU, STREAM)
     acc = zi.accelerator_dict(STREAM, TPU)
     acc["memories"]["reg_W"]["served_dimensions"] = ["D7"]
-    status, (kind, message) = zz.attempt(acc, layer, mapping, "loma", 2)
+    status, (kind, message) = zr.attempt(acc, layer, mapping, "loma", 2)
     assert (status, kind) == ("error", "invalid") and "served dimension D7" in message
     assert zi.field_of(message, 0, STREAM, TPU) == "cores/0/registers/W"
     acc = zi.accelerator_dict(STREAM, TPU)
     for port in acc["memories"]["sram"]["ports"]:
         port["bandwidth_min"] = port["bandwidth_max"] = 0
-    status, (kind, message) = zz.attempt(acc, layer, mapping, "loma", 2)
+    status, (kind, message) = zr.attempt(acc, layer, mapping, "loma", 2)
     assert (status, kind) == ("error", "AssertionError")
     assert zi.field_of(message, 0, STREAM, TPU).startswith("cores/0/sram_")
 
