@@ -25,6 +25,10 @@ import numpy as np
 from npusched.heuristics.scheduling.list_scheduling import Priority, resolve_priority
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
 
+SCAN = 16
+"""Busy intervals :meth:`Timeline.first_free` steps over one by one before it searches the gaps
+at once."""
+
 
 class Timeline:
     """Busy intervals of one link (or bus), sorted and disjoint."""
@@ -32,6 +36,7 @@ class Timeline:
     def __init__(self) -> None:
         self.starts: list[int] = []
         self.ends: list[int] = []
+        self._gaps: np.ndarray | None = None  # starts[j + 1] - ends[j], built when searched
 
     def conflict(self, t: int, d: int) -> int | None:
         """End of a busy interval that ``[t, t + d)`` overlaps, or ``None``."""
@@ -46,10 +51,16 @@ class Timeline:
         left to check)."""
         starts, ends = self.starts, self.ends
         j = bisect_right(ends, t)
-        while j < len(starts) and starts[j] < t + d:
+        for _ in range(SCAN):
+            if j >= len(starts) or starts[j] >= t + d:
+                return t
             t = ends[j]
             j += 1
-        return t
+        # a long run in the way (a busy off-chip port): the first gap of d from interval j - 1
+        if self._gaps is None:
+            self._gaps = np.append(np.subtract(starts[1:], ends[:-1]), 0)
+        fit = np.flatnonzero(self._gaps[j - 1:] >= d)
+        return ends[j - 1 + int(fit[0])] if fit.size else ends[-1]
 
     def after(self, t: int) -> list[tuple[int, int]]:
         """Busy intervals that end after ``t``."""
@@ -62,6 +73,7 @@ class Timeline:
         j = bisect_right(self.starts, t)
         self.starts.insert(j, t)
         self.ends.insert(j, t + d)
+        self._gaps = None
 
 
 def earliest(
