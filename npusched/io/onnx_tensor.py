@@ -146,6 +146,9 @@ def read_tensor_onnx(model: onnx.ModelProto, path: str, name: str) -> TensorProg
     for vi in g.input:
         if vi.name in consts:
             continue
+        if vi.name not in shapes:
+            raise InputError(path, f"graph.input {vi.name}",
+                             "no tensor shape (a tensor program needs every input's dimensions)")
         uses = readers.get(vi.name, [])
         weight = bool(uses) and len(shapes[vi.name]) == 2 and all(
             n.op_type in ("MatMul", "Gemm") and k == 1 for n, k in uses)

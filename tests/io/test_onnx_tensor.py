@@ -161,3 +161,14 @@ def test_an_int8_graph_has_8_bit_elements_and_a_cli_option_takes_it(tmp_path):
                   "stream", "--precision", "0", "-o", str(tmp_path / "j.json"))
     assert bad.returncode == 2 and "--precision" in bad.stderr and "Traceback" not in bad.stderr
     assert not (tmp_path / "j.json").exists()
+
+
+def test_an_input_without_a_shape_is_named(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, None)  # no shape at all
+    w = helper.make_tensor_value_info("w", TensorProto.FLOAT, [8, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g", [x, w], [y])
+    path = tmp_path / "noshape.onnx"
+    onnx.save(helper.make_model(g), path)
+    with pytest.raises(InputError, match="graph.input x: no tensor shape"):
+        read_workload_onnx(path)
