@@ -100,6 +100,21 @@ def test_rows_are_cut_where_one_column_does_not_fit():
     assert fitting_cut(prog, up, 64, 2 ** 19, 1)[1] == 64
 
 
+def test_rows_align_along_the_program_so_copies_stay_what_is_read():
+    """The down projection's 14 336-wide rows cut it into fewer rows than the ops before it; its
+    producers are cut into at most its rows (fusion along tokens). Otherwise each of its CNs
+    reads a slice of many producers, a copy holds what all readers on its core read, and one
+    core per layer needs 2.6 MB of copies on a 2 MB core."""
+    prog, arch = _mlp(512, 64, 14336), load_arch("stream-hetero")
+    inst = partition_network(prog, arch, "stream")
+    core = np.asarray(inst.layer) % 4  # one core per layer, on the four 2 MB cores
+    need = inst.operand_data(core)
+    assert (need <= inst.capacity[core]).all()
+    assert need.max() <= 2 * inst.operand_data().max()  # next to what a CN needs alone
+    res = solve(inst, "list")
+    assert check(inst, res.solution).ok
+
+
 def test_bad_tiles_say_which():
     prog, arch = _mlp(), load_arch("stream-hetero")
     with pytest.raises(ValueError, match="not the reduction K"):
