@@ -68,11 +68,26 @@ class Timeline:
         return list(zip(self.starts[j:], self.ends[j:], strict=True))
 
     def add(self, t: int, d: int) -> None:
-        """Mark ``[t, t + d)`` busy, in start order. The caller makes sure it is free
+        """Mark ``[t, t + d)`` busy, in start order, merged with the intervals it touches (the
+        same busy time in fewer intervals: a port busy back to back is one interval, which
+        :meth:`first_free` steps over at once). The caller makes sure it is free
         (:meth:`first_free`); an overlap is not detected and breaks the lists' invariant."""
-        j = bisect_right(self.starts, t)
-        self.starts.insert(j, t)
-        self.ends.insert(j, t + d)
+        if d <= 0:
+            return
+        starts, ends = self.starts, self.ends
+        j = bisect_right(starts, t)
+        before = j > 0 and ends[j - 1] == t
+        after = j < len(starts) and starts[j] == t + d
+        if before and after:
+            ends[j - 1] = ends.pop(j)
+            del starts[j]
+        elif before:
+            ends[j - 1] = t + d
+        elif after:
+            starts[j] = t
+        else:
+            starts.insert(j, t)
+            ends.insert(j, t + d)
         self._gaps = None
 
 

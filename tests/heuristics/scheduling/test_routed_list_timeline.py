@@ -43,3 +43,24 @@ def test_a_long_run_is_searched_at_once(d):
     line.add(10 * SCAN + 2, 1)
     want = _stepped(line, 0, d)
     assert line.first_free(0, d) == want == (1 if d == 1 else 10 * SCAN - 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 4 * SCAN))
+def test_touching_intervals_merge_into_the_same_busy_time(seed, n):
+    rng = np.random.default_rng(seed)
+    line, busy = Timeline(), np.zeros(8 * n + 64, dtype=bool)
+    for _ in range(n):
+        d = int(rng.integers(1, 4))
+        t = line.first_free(int(rng.integers(0, 4 * n + 1)), d)
+        assert not busy[t:t + d].any()  # the window is free in the cycle-by-cycle record
+        line.add(t, d)
+        busy[t:t + d] = True
+    got = np.zeros_like(busy)
+    for s, e in zip(line.starts, line.ends, strict=True):
+        got[s:e] = True
+    assert (got == busy).all()
+    assert all(e < s for e, s in zip(line.ends[:-1], line.starts[1:], strict=True))  # none touch
+    for t in range(0, 4 * n + 1, 3):  # the earliest free window, cycle by cycle
+        want = next(u for u in range(t, busy.size) if not busy[u:u + 2].any())
+        assert line.first_free(t, 2) == want
