@@ -88,6 +88,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Callable, Iterator
 from typing import NoReturn
 
 import numpy as np
@@ -193,6 +194,7 @@ class _Scheduler:
         self.none: list[list[tuple[int, int]]] = [[] for _ in self.lines]  # no tentative bookings
         assert inst.capacity is not None
         self.mem = [Profile(int(c)) for c in inst.capacity]
+        self.order: list[list[tuple[bool, int, int, int]]] = [[] for _ in self.mem]  # (evict_for)
         self.dram_of: list[list[int]] = [[] for _ in range(n)]
         for k, tensor in enumerate(inst.dram):
             if tensor.data > 0:
@@ -460,6 +462,7 @@ class _Scheduler:
     def hold(self, key: tuple[int, int], t: int, bits: int) -> None:
         """Lifetime ``key`` takes ``bits`` on its core from ``t`` (a new memory record)."""
         self.mem[key[1]].add(self.key_id[key], t, bits)
+        heapq.heappush(self.order[key[1]], (key[0] >= 0, t, len(self.rec), self.key_id[key]))
         self.open_rec[key] = len(self.rec)
         self.rec.append([key[1], key[0], bits, t, -1])
 
@@ -488,13 +491,15 @@ class _Scheduler:
         mem, need = self.mem[c], self.new_bits(i)
         inputs = self.inputs(i)
         keep = set() if self.streamed[i] else inputs | {(i, c)}
-        victims = [key for key in map(self.keys.__getitem__, mem.held)
-                   if key not in keep and self.evictable(key)]  # fmt: skip
-        victims.sort(key=lambda k: (k in inputs, k[0] >= 0, self.rec[self.open_rec[k]][3]))
-        for key in victims:
-            if mem.open_bits + need <= mem.capacity:
-                break
+        for key in self.victims(c, keep | inputs, lambda: mem.open_bits + need <= mem.capacity):
             self.evict(key)
+        if mem.open_bits + need > mem.capacity:  # a streamed μop's inputs go last
+            victims = [key for key in inputs if key in self.open_rec and self.evictable(key)]
+            victims.sort(key=lambda k: (k[0] >= 0, self.rec[self.open_rec[k]][3], self.open_rec[k]))
+            for key in victims:
+                if mem.open_bits + need <= mem.capacity:
+                    break
+                self.evict(key)
         if mem.open_bits + need <= mem.capacity:
             return True
         if not self.streamed[i] or self.back is None:
@@ -502,6 +507,26 @@ class _Scheduler:
         largest = max((self.space(i, (s, c), b, again) for s, _, b, again in self.needs(i)),
                       default=0)  # fmt: skip
         return mem.open_bits + largest <= mem.capacity
+
+    def victims(self, c: int, spare: set[tuple[int, int]],
+                enough: Callable[[], bool]) -> Iterator[tuple[int, int]]:  # fmt: skip
+        """The evictable lifetimes held on core ``c`` outside ``spare``, weights and DRAM
+        tensors before activations, each kind the oldest first (by the start of its lifetime,
+        then by when it was booked), until ``enough()``. They come off a heap of every lifetime
+        booked on the core, which drops the closed ones as it meets them, so a call costs what
+        it evicts and skips, not all that the core holds."""
+        heap, keys, skipped = self.order[c], self.keys, []
+        while heap and not enough():
+            entry = heapq.heappop(heap)
+            key = keys[entry[3]]
+            if self.open_rec.get(key) != entry[2]:
+                continue  # closed (or booked again: a later entry)
+            skipped.append(entry)
+            if key not in spare and self.evictable(key):
+                skipped.pop()
+                yield key
+        for entry in skipped:
+            heapq.heappush(heap, entry)
 
     def stage(self, c: int, space: int, received: list[tuple[int, int]]) -> None:
         """Room for ``space`` more on core ``c`` while a streamed μop receives its data: the
