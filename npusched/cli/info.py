@@ -43,7 +43,7 @@ def arch_info(arch: Any) -> dict[str, Any]:
     topo = machine_topology(arch)
     cap = capacities(arch)
     cores = [{"id": c.id, "name": c.name, "kind": c.kind, "pe_unroll": dict(c.pe_unroll),
-              "pes": c.num_pes, "memory_bytes": int(b),
+              "unrolling": c.unrolling, "pes": c.num_pes, "memory_bytes": int(b),
               "sram_read_bytes_per_cycle": c.sram_read_bytes_per_cycle,
               "sram_write_bytes_per_cycle": c.sram_write_bytes_per_cycle}
              for c, b in zip(arch.cores, cap, strict=True)]  # fmt: skip

@@ -197,6 +197,7 @@ def test_info_describes_an_accelerator_and_a_network(tmp_path):
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout)
     assert [c["pes"] for c in info["cores"]] == [16, 16] and info["dram"]["node"] == 2
+    assert [c["unrolling"] for c in info["cores"]] == ["searched"] * 2  # no dataflows
     # LeNet-5's MACs by hand: 6·28²·25 + 16·10²·150 + 120·400 (conv) + 120·84 + 84·10 (fc)
     out = run_cli("info", "lenet", "--json")
     assert json.loads(out.stdout)["total_macs"] == 117_600 + 240_000 + 48_000 + 10_080 + 840
