@@ -36,7 +36,6 @@ class Timeline:
     def __init__(self) -> None:
         self.starts: list[int] = []
         self.ends: list[int] = []
-        self._gaps: np.ndarray | None = None  # starts[j + 1] - ends[j], built when searched
 
     def conflict(self, t: int, d: int) -> int | None:
         """End of a busy interval that ``[t, t + d)`` overlaps, or ``None``."""
@@ -56,11 +55,16 @@ class Timeline:
                 return t
             t = ends[j]
             j += 1
-        # a long run in the way (a busy off-chip port): the first gap of d from interval j - 1
-        if self._gaps is None:
-            self._gaps = np.append(np.subtract(starts[1:], ends[:-1]), 0)
-        fit = np.flatnonzero(self._gaps[j - 1:] >= d)
-        return ends[j - 1 + int(fit[0])] if fit.size else ends[-1]
+        # a long run in the way (a busy off-chip port): the first gap of d after interval
+        # j - 1, searched in blocks that double (so the cost is what lies in the way)
+        i, size = j - 1, SCAN
+        while i < len(starts) - 1:
+            top = min(i + size, len(starts) - 1)
+            fit = np.flatnonzero(np.subtract(starts[i + 1 : top + 1], ends[i:top]) >= d)
+            if fit.size:
+                return ends[i + int(fit[0])]
+            i, size = top, 2 * size
+        return ends[-1]
 
     def after(self, t: int) -> list[tuple[int, int]]:
         """Busy intervals that end after ``t``."""
@@ -88,7 +92,6 @@ class Timeline:
         else:
             starts.insert(j, t)
             ends.insert(j, t + d)
-        self._gaps = None
 
 
 def earliest(
