@@ -1,6 +1,6 @@
 """Stream's own workloads on Stream's own accelerators, side by side with Stream 2.1.1.
 
-    python -m npusched.bench.stream_oss [--time-limit 20] [--threads 2] [--seed 0]
+    python -m npusched.bench.stream_oss [--time-limit 20|stream] [--threads 2] [--seed 0]
         [--stream-python PATH] [--workloads a,b] [--hardware x,y] [--json rows.json]
         [--doc docs/results_transformers.md]
 
@@ -12,7 +12,9 @@ workload into Stream's CNs (``--scheme stream``, the default cut; every tensor a
 file's element type, ``--precision workload``, as Stream prices it), schedules it with the
 memory-aware list and with ``joint`` (the routed default) for ``--time-limit`` seconds, verifies
 both, and prints per pair: Stream's cycles and wall time, npusched's makespan, its proven bound,
-their wall times, and the ratio to Stream.
+their wall times, and the ratio to Stream. ``--time-limit stream`` compares at equal time:
+``joint`` gets what is left of Stream's wall time on the pair after the partition and the list
+(none left: the list's schedule).
 
 Stream's figures come from a live run when ``--stream-python`` names a Python ≥ 3.12 with
 ``stream-dse`` 2.1.1 installed (``python3.12 -m venv v && v/bin/pip install stream-dse==2.1.1
@@ -109,9 +111,11 @@ def longer_by(makespan: float, cycles: float | None, parts: dict[str, float],
     return f"bound {bound:,.0f}" if bound is not None and bound > cycles else "schedule"
 
 
-def run_pair(workload: Path, hardware: Path, stream: dict[str, Any], time_limit: float,
+def run_pair(workload: Path, hardware: Path, stream: dict[str, Any], time_limit: float | None,
              threads: int, seed: int, cost: str = "analytic") -> dict[str, Any]:  # fmt: skip
-    """One workload on one accelerator (module docstring)."""
+    """One workload on one accelerator (module docstring); ``time_limit`` ``None``: ``joint``
+    gets what is left of Stream's wall time after the partition and the list (none: the
+    list's schedule is the answer)."""
     t0 = time.perf_counter()
     inst = partition_network(resolve_network(str(workload)), load_arch(hardware), "stream",
                              precision="workload", cost=cost)  # fmt: skip
@@ -120,8 +124,11 @@ def run_pair(workload: Path, hardware: Path, stream: dict[str, Any], time_limit:
     listed = solve(inst, "list")
     t_list = time.perf_counter() - t1
     t2 = time.perf_counter()
-    exact = solve(inst, "joint", time_limit=time_limit, threads=threads, seed=seed,
-                  warm_start=listed.solution)  # fmt: skip
+    if time_limit is None:  # Stream's wall time, less what the partition and the list took
+        time_limit = float(stream["wall_s"]) - (t_part + t_list)
+    exact = listed if time_limit <= 0 else solve(
+        inst, "joint", time_limit=time_limit, threads=threads, seed=seed,
+        warm_start=listed.solution)  # fmt: skip
     t_exact = time.perf_counter() - t2
     ok = check(inst, listed.solution).ok and check(inst, exact.solution).ok
     best = min(float(listed.objective or np.inf), float(exact.objective or np.inf))
@@ -135,6 +142,7 @@ def run_pair(workload: Path, hardware: Path, stream: dict[str, Any], time_limit:
         "bound": bound,
         "status": exact.status.value, "verified": ok,
         "wall_s": round(t_part + t_list + t_exact, 1), "partition_s": round(t_part, 1),
+        "list_s": round(t_list, 1), "joint_limit_s": round(max(time_limit, 0.0), 1),
         "ratio": best / cycles if cycles else None,
         "longer_by": longer_by(best, cycles, parts, bound),
         "terms": {k: round(v) for k, v in parts.items()},
@@ -194,11 +202,23 @@ def table(rows: list[dict[str, Any]], live: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _limit(text: str) -> float | None:
+    """``--time-limit``: seconds, or ``stream`` (``None``: Stream's wall time, :func:`run_pair`)."""
+    if text == "stream":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seconds or 'stream', not {text!r}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``python -m npusched.bench.stream_oss`` (module docstring)."""
     p = argparse.ArgumentParser(prog="python -m npusched.bench.stream_oss", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    p.add_argument("--time-limit", type=float, default=20.0, help="joint's seconds a pair (20)")
+    p.add_argument("--time-limit", type=_limit, default=20.0,
+                   help="joint's seconds a pair (20), or 'stream': what is left of Stream's "
+                   "wall time on the pair after npusched's partition and list (at equal time)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--stream-python", help="a Python with stream-dse 2.1.1: run Stream live")

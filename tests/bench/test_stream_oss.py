@@ -72,3 +72,28 @@ def test_a_pair_stream_cannot_allocate_gets_the_verified_list(tmp_path):
     (row,) = json.loads(out.read_text())
     assert row["verified"] and row["stream_cycles"] is None and row["makespan"] >= row["bound"]
     assert "no allocation" in doc.read_text()
+
+
+@needs_shared
+def test_at_equal_time_joint_gets_what_is_left_of_streams_wall(tmp_path, capsys):
+    import shutil
+
+    import pytest
+
+    data = tmp_path / "oss"
+    shutil.copytree(OSS / "hardware", data / "hardware")
+    (data / "workload").mkdir()
+    shutil.copy(OSS / "workload" / "swiglu_1_16_32.onnx", data / "workload")
+    out = tmp_path / "rows.json"
+    for wall in (0.0, 30.0):  # nothing left: the list's schedule; else a limit below the wall
+        (data / "reference.json").write_text(json.dumps([
+            {"workload": "swiglu_1_16_32", "hardware": "tpu_like_quad_core", "cycles": 458.0,
+             "wall_s": wall, "stream_failed": None}]))  # fmt: skip
+        assert main(["--data", str(data), "--time-limit", "stream", "--json", str(out)]) == 0
+        (row,) = json.loads(out.read_text())
+        assert row["verified"] and row["joint_limit_s"] <= max(wall - row["partition_s"], 0)
+        if wall == 0:
+            assert row["joint_limit_s"] == 0 and row["makespan"] == row["list"]
+    with pytest.raises(SystemExit):
+        main(["--data", str(data), "--time-limit", "soon"])
+    assert "seconds or 'stream'" in capsys.readouterr().err
