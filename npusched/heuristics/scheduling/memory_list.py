@@ -242,9 +242,10 @@ class _Scheduler:
         self.layer = _layers(inst)
         self.priority = priority
         self.sent: set[tuple[int, int]] = set()
-        self.touched: list[list[int]] = [[] for _ in range(m)]  # data placed μops took, per core
+        self.watch: list[dict[int, set[int]]] = [{} for _ in range(m)]  # see fitting()
+        self.dirty: set[int] = set()
         self.evictions = [0] * (m + 1)  # evictions from each core, and in all (the last)
-        self.unfit: dict[int, tuple[int, int, int, set[int]]] = {}  # see fitting()
+        self.unfit: dict[int, tuple[int, int]] = {}  # see fitting()
         self.first: dict[tuple[int, int], int] = {}  # first arrival (the required transfer)
         self.evicted: dict[tuple[int, int], int] = {}  # evicted lifetime -> when it ended
         self.in_dram: dict[int, int] = {}  # activation -> end of its write-back
@@ -359,24 +360,28 @@ class _Scheduler:
 
         The look-ahead tries the same candidates at every step, and :meth:`needs` walks all of
         a candidate's producers. The space it takes (:meth:`new_bits`) changes only where data
-        it needs comes to its core (the data μops placed there took: :attr:`touched`) or data
-        is evicted from its core; for a streamed candidate also where any is evicted (a copy
-        then comes from DRAM, which it does not keep). A candidate that did not fit keeps its
-        space until then, and only the core's open bits are compared with it."""
+        it needs comes to its core (a μop placed there takes it: the candidates that
+        :attr:`watch` the data on that core become :attr:`dirty`) or data is evicted from its
+        core; for a streamed candidate also where any is evicted (a copy then comes from DRAM,
+        which it does not keep). A candidate that did not fit keeps its space until then, and
+        only the core's open bits are compared with it: a look that costs nothing however many
+        producers the candidate reads."""
         c = self.core_of[i]
-        mem, log, seen = self.mem[c], self.touched[c], self.unfit.get(i)
+        mem, seen = self.mem[c], self.unfit.get(i)
         evictions = self.evictions[-1 if self.streamed[i] else c]
-        if seen is not None and seen[0] == evictions:
-            _, pos, space, srcs = seen
-            if srcs.isdisjoint(log[pos:]) and mem.open_bits + space > mem.capacity:
-                self.unfit[i] = (evictions, len(log), space, srcs)
-                return None
+        if (seen is not None and seen[0] == evictions and i not in self.dirty
+                and mem.open_bits + seen[1] > mem.capacity):  # fmt: skip
+            return None
+        self.dirty.discard(i)
         needs = self.needs(i)
         space = self.new_bits(i, needs)
         if mem.open_bits + space <= mem.capacity:
             self.unfit.pop(i, None)
             return needs
-        self.unfit[i] = (evictions, len(log), space, {x[0] for x in needs})
+        self.unfit[i] = (evictions, space)
+        watch = self.watch[c]
+        for x in needs:
+            watch.setdefault(x[0], set()).add(i)
         return None
 
     def place(self, i: int, needs: Needs) -> None:
@@ -384,7 +389,9 @@ class _Scheduler:
         state): each transfer in the earliest window of its route and its core's memory."""
         c, inst, core, end = self.core_of[i], self.inst, self.core_of, self.end
         mem = self.mem[c]
-        self.touched[c].extend(x[0] for x in needs)
+        watch = self.watch[c]
+        for got in needs:  # the candidates waiting for this data on c look again
+            self.dirty.update(watch.pop(got[0], ()))
         est = max([self.free[c], *(end[p] for p in self.preds[i])])
         for p in self.data_preds[i]:
             if core[p] != c and (p, c) in self.arrived:
