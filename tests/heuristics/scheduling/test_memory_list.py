@@ -323,7 +323,7 @@ def test_cli_eviction_round_trip(tmp_path):
 
 
 def test_a_wide_pool_past_the_lookahead_still_schedules(monkeypatch):
-    """512 CNs ready at once on one core whose memory holds about two of them: the steps look
+    """512 CNs ready at once on one core whose memory holds less than two of them: the steps look
     at LOOKAHEAD candidates before the best evicts (or the rest are scanned), and every
     schedule verifies with the memory enforced."""
     import dataclasses
@@ -340,7 +340,7 @@ def test_a_wide_pool_past_the_lookahead_still_schedules(monkeypatch):
     prog = TensorProgram("wide", T, (TensorOp("g", "gemm", ("x", "w"), "y"),))
     inst = partition_network(prog, load_arch("stream-hetero"), "stream", cn={"M": 1, "N": 8})
     one = inst.restricted(np.zeros(inst.n, dtype=np.int64))
-    small = dataclasses.replace(one, capacity=np.full(inst.m, 1200, dtype=np.int64))
+    small = dataclasses.replace(one, capacity=np.full(inst.m, 1000, dtype=np.int64))
     rooms = []
     make_room = ml._Scheduler._make_room
     monkeypatch.setattr(ml._Scheduler, "_make_room",
