@@ -13,7 +13,10 @@ add the reduction ``K``. A tiling gives each loop a tile length (:func:`tile_len
   output take at most :data:`MEMORY_SHARE` of the largest core memory (:func:`fitting_cut`:
   a LLaMA MLP's 4 096 × 14 336 weights are cut into column blocks, as Stream's inter-core
   tiling cuts them over the cores), and where one column's CN alone exceeds it, that op's
-  heads and then its rows first;
+  heads and then its rows first; an op that a reader reads row for row is then cut into at
+  most that reader's rows (:func:`_fitting_tiles`), so row blocks still feed row blocks; a
+  ``gemm`` whose weight exceeds that share of the memory (it cannot stay on chip while the row
+  blocks pass) numbers its CNs column block first (weight stationary, :class:`_Cut`);
 - ``klotski`` (μtensors): ``--s B,M,K,N`` tiles heads, rows, reduction and columns (the CNN's
   ``h, w, ic, oc`` in that order); the ``K`` chunks of a ``gemm``/``matmul`` form a chain that
   carries partial sums (Klotski §III-B), and the last chunk writes the output.
@@ -121,14 +124,16 @@ def _chunks(size: int, length: int) -> list[tuple[int, int]]:
 
 
 class _Cut:
-    """One op's μops: the chunks of each loop, and μop ids in loop order ``(b…, m, n, k)``; a
-    ``gemm``'s in ``(b…, n, m, k)``, weight stationary: the row blocks that read one weight tile
-    have consecutive ids, so the lists (whose ties go by id) run them while the tile is on
-    chip. In row order a LLaMA MLP's weights (352 MB at bf16) cross the off-chip port once per
-    row block, 24 times on ``tpu_like_quad_core``."""
+    """One op's μops: the chunks of each loop, and μop ids in loop order ``(b…, m, n, k)``, row
+    blocks first (fused along tokens: row block ``i`` of each op is made before row block
+    ``i + 1``); with ``stationary``, a ``gemm``'s in ``(b…, n, m, k)``: the row blocks that
+    read one weight tile have consecutive ids, so the lists (whose ties go by id) run them
+    while the tile is on chip (:func:`tensor_instance` asks for it where the weights cannot
+    stay on chip). In row order a LLaMA MLP's weights (352 MB at bf16) cross the off-chip port
+    once per row block, 24 times on ``tpu_like_quad_core``."""
 
     def __init__(self, prog: TensorProgram, op: TensorOp, tiles: Mapping[str, int],
-                 first: int) -> None:  # fmt: skip
+                 first: int, stationary: bool = False) -> None:  # fmt: skip
         out = prog.tensors[op.output].shape
         self.rank = len(out)
         whole_n = op.kind in ("softmax", "layernorm", "rmsnorm")
@@ -143,7 +148,7 @@ class _Cut:
         self.first = first
         self.n = math.prod(self.grid) * len(self.k)
         order = list(range(len(self.grid)))
-        if op.kind == "gemm" and self.rank > 1:
+        if stationary and op.kind == "gemm" and self.rank > 1:
             order[-2], order[-1] = order[-1], order[-2]
         steps, size = [0] * len(self.grid), len(self.k)
         for d in reversed(order):
@@ -265,7 +270,8 @@ def tensor_instance(prog: TensorProgram, arch: Arch, tiles: Mapping[str, int], m
     auto = {} if "N" in tiles or "K" in tiles else _fitting_tiles(prog, tiles, budget, elem)
     for op in prog.ops:
         if not prog.is_view(op):
-            cuts[op.name] = _Cut(prog, op, {**tiles, **auto.get(op.name, {})}, n)
+            big = op.kind == "gemm" and prog.tensors[op.inputs[1]].elements * elem > budget
+            cuts[op.name] = _Cut(prog, op, {**tiles, **auto.get(op.name, {})}, n, big)
             n += cuts[op.name].n
     src: list[int] = []
     dst: list[int] = []

@@ -115,6 +115,20 @@ def test_rows_align_along_the_program_so_copies_stay_what_is_read():
     assert check(inst, res.solution).ok
 
 
+@pytest.mark.parametrize(("ff", "cols", "stationary"), [(48, 16, False), (8192, 128, True)])
+def test_a_gemm_whose_weight_cannot_stay_on_chip_runs_weight_stationary(ff, cols, stationary):
+    """The readers of one weight tile have consecutive ids (column block first) where the
+    weight exceeds a CN's share of the memory, else the row blocks come first (fused along
+    tokens)."""
+    prog, arch = _mlp(64, 512, ff), load_arch("stream-hetero")
+    assert (512 * ff > 0.25 * 2**21) == stationary  # stream-hetero: 2 MB cores, int8
+    inst = partition_network(prog, arch, "stream", cn={"N": cols})
+    tiles = [t for t in inst.dram if t.name.startswith("w1[")]
+    assert len(tiles) > 1 and all(t.consumers.size > 1 for t in tiles)
+    runs = [bool((np.diff(np.sort(t.consumers)) == 1).all()) for t in tiles]
+    assert all(runs) == stationary
+
+
 def test_bad_tiles_say_which():
     prog, arch = _mlp(), load_arch("stream-hetero")
     with pytest.raises(ValueError, match="not the reduction K"):
