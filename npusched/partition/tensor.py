@@ -15,8 +15,9 @@ add the reduction ``K``. A tiling gives each loop a tile length (:func:`tile_len
   tiling cuts them over the cores), and where one column's CN alone exceeds it, that op's
   heads and then its rows first; an op that a reader reads row for row is then cut into at
   most that reader's rows (:func:`_fitting_tiles`), so row blocks still feed row blocks; a
-  ``gemm`` whose weight exceeds that share of the memory (it cannot stay on chip while the row
-  blocks pass) numbers its CNs column block first (weight stationary, :class:`_Cut`);
+  ``gemm`` numbers its CNs column block first (weight stationary, :class:`_Cut`) where that
+  moves fewer bytes off chip (:func:`_weight_stationary`: its weight cannot stay on chip while
+  the row blocks pass, and fetching its input again costs less);
 - ``klotski`` (μtensors): ``--s B,M,K,N`` tiles heads, rows, reduction and columns (the CNN's
   ``h, w, ic, oc`` in that order); the ``K`` chunks of a ``gemm``/``matmul`` form a chain that
   carries partial sums (Klotski §III-B), and the last chunk writes the output.
@@ -128,9 +129,9 @@ class _Cut:
     blocks first (fused along tokens: row block ``i`` of each op is made before row block
     ``i + 1``); with ``stationary``, a ``gemm``'s in ``(b…, n, m, k)``: the row blocks that
     read one weight tile have consecutive ids, so the lists (whose ties go by id) run them
-    while the tile is on chip (:func:`tensor_instance` asks for it where the weights cannot
-    stay on chip). In row order a LLaMA MLP's weights (352 MB at bf16) cross the off-chip port
-    once per row block, 24 times on ``tpu_like_quad_core``."""
+    while the tile is on chip (:func:`tensor_instance` asks for it where that moves fewer
+    bytes off chip, :func:`_weight_stationary`). In row order a LLaMA MLP's weights (352 MB
+    at bf16) cross the off-chip port once per row block, 24 times on ``tpu_like_quad_core``."""
 
     def __init__(self, prog: TensorProgram, op: TensorOp, tiles: Mapping[str, int],
                  first: int, stationary: bool = False) -> None:  # fmt: skip
@@ -270,8 +271,11 @@ def tensor_instance(prog: TensorProgram, arch: Arch, tiles: Mapping[str, int], m
     auto = {} if "N" in tiles or "K" in tiles else _fitting_tiles(prog, tiles, budget, elem)
     for op in prog.ops:
         if not prog.is_view(op):
-            big = op.kind == "gemm" and prog.tensors[op.inputs[1]].elements * elem > budget
-            cuts[op.name] = _Cut(prog, op, {**tiles, **auto.get(op.name, {})}, n, big)
+            mine = {**tiles, **auto.get(op.name, {})}
+            cut = _Cut(prog, op, mine, n)
+            if _weight_stationary(prog, op, cut.grid, elem, budget):
+                cut = _Cut(prog, op, mine, n, stationary=True)
+            cuts[op.name] = cut
             n += cuts[op.name].n
     src: list[int] = []
     dst: list[int] = []
@@ -318,6 +322,21 @@ def tensor_instance(prog: TensorProgram, arch: Arch, tiles: Mapping[str, int], m
                                np.array(us)) for (t, box), us in dram.items())  # fmt: skip
     return RoutedInstance(base, machine_topology(arch), dram=tensors, data_unit="bytes",
                           capacity=capacities(arch), layer=layer, output=output)  # fmt: skip
+
+
+def _weight_stationary(prog: TensorProgram, op: TensorOp, grid: tuple[int, ...], elem: int,
+                       budget: float) -> bool:  # fmt: skip
+    """Whether a ``gemm`` cut into ``grid`` moves fewer bytes off chip with its column blocks
+    first: a first-order count in which a tensor over ``budget`` (a CN's share of the memory)
+    does not stay on chip. Row blocks first, the weight ``W`` comes again for every row block
+    (``X + W·rows``); column blocks first, the input ``X`` comes again for every column block
+    (``W + X·cols``); a tensor within the budget comes once."""
+    if op.kind != "gemm" or len(grid) < 2:
+        return False
+    x, w = (prog.tensors[t].elements * elem for t in op.inputs[:2])
+    by_rows = x + (w if w <= budget else w * grid[-2])
+    by_cols = w + (x if x <= budget else x * grid[-1])
+    return by_cols < by_rows
 
 
 def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,

@@ -115,17 +115,21 @@ def test_rows_align_along_the_program_so_copies_stay_what_is_read():
     assert check(inst, res.solution).ok
 
 
-@pytest.mark.parametrize(("ff", "cols", "stationary"), [(48, 16, False), (8192, 128, True)])
-def test_a_gemm_whose_weight_cannot_stay_on_chip_runs_weight_stationary(ff, cols, stationary):
+@pytest.mark.parametrize(("t", "ff", "cn", "stationary"), [
+    (64, 48, {"N": 16}, False),  # weight and input stay on chip: row blocks first
+    (64, 8192, {"N": 128}, True),  # a 4 MB weight again per row block: column blocks first
+    (2048, 4096, {"M": 256, "N": 32}, False),  # but the 1 MB input again per column block
+])  # fmt: skip
+def test_a_gemm_runs_weight_stationary_where_that_moves_fewer_bytes(t, ff, cn, stationary):
     """The readers of one weight tile have consecutive ids (column block first) where the
-    weight exceeds a CN's share of the memory, else the row blocks come first (fused along
-    tokens)."""
-    prog, arch = _mlp(64, 512, ff), load_arch("stream-hetero")
-    assert (512 * ff > 0.25 * 2**21) == stationary  # stream-hetero: 2 MB cores, int8
-    inst = partition_network(prog, arch, "stream", cn={"N": cols})
-    tiles = [t for t in inst.dram if t.name.startswith("w1[")]
-    assert len(tiles) > 1 and all(t.consumers.size > 1 for t in tiles)
-    runs = [bool((np.diff(np.sort(t.consumers)) == 1).all()) for t in tiles]
+    weight does not stay on chip (over a CN's share, 512 KB of stream-hetero's 2 MB at int8)
+    and fetching the input again for each column block moves less than fetching the weight
+    again for each row block; else the row blocks come first (fused along tokens)."""
+    prog, arch = _mlp(t, 512, ff), load_arch("stream-hetero")
+    inst = partition_network(prog, arch, "stream", cn=cn)
+    tiles = [w for w in inst.dram if w.name.startswith("w1[")]
+    assert len(tiles) > 1 and all(w.consumers.size > 1 for w in tiles)
+    runs = [bool((np.diff(np.sort(w.consumers)) == 1).all()) for w in tiles]
     assert all(runs) == stationary
 
 
