@@ -232,20 +232,29 @@ def _bounding(box: Box, shape: tuple[int, ...], src: tuple[int, ...]) -> Box:
     return tuple(out)
 
 
-def _overlap(a: Box, b: Box) -> int:
-    size = 1
-    for (x0, x1), (y0, y1) in zip(a, b, strict=True):
-        size *= max(0, min(x1, y1) - max(x0, y0))
-    return size
-
-
-def _producers(cut: _Cut, box: Box) -> Any:
-    """Cells of ``cut`` whose output boxes overlap ``box``: per dimension the chunks from the
-    one holding its first index to the one holding its last (chunks are regular, so by
-    division, whatever their number)."""
-    return itertools.product(*(range(lo // ln, min(g, -(-hi // ln)) if hi > lo else 0)
-                               for (lo, hi), ln, g in zip(box, cut.length, cut.grid,
-                                                          strict=True)))  # fmt: skip
+def _reads(cut: _Cut, box: Box, elem: int) -> list[tuple[int, int]]:
+    """The edges into a reader of ``box`` from ``cut``'s μops: per producer cell whose output
+    box overlaps ``box``, its last reduction chunk's μop and the bytes of the overlap. The
+    cells are, per dimension, the chunks from the one holding the box's first index to the one
+    holding its last (chunks are regular, so by division, whatever their number), and the
+    overlap is a product over dimensions, so each dimension is walked once and the cells are
+    their combinations, in the order of ``itertools.product``."""
+    base, dims = cut.first + len(cut.k) - 1, []
+    for (lo, hi), ln, g, chunks, step in zip(box, cut.length, cut.grid, cut.out_chunks,
+                                             cut.steps, strict=True):  # fmt: skip
+        if hi <= lo:
+            return []
+        first, last = lo // ln, min(g, -(-hi // ln))
+        along = [(c * step, min(hi, chunks[c][1]) - max(lo, chunks[c][0]))
+                 for c in range(first, last)]  # fmt: skip
+        if len(along) == 1:  # one chunk: a constant of every cell
+            base, elem = base + along[0][0], elem * along[0][1]
+        else:
+            dims.append(along)
+    out = [(base, elem)]
+    for along in dims:
+        out = [(u + du, b * db) for u, b in out for du, db in along]
+    return out
 
 
 def _shape(prog: TensorProgram, op: TensorOp, out: Box, red: tuple[int, int]) -> TileShape:
@@ -304,10 +313,8 @@ def tensor_instance(prog: TensorProgram, arch: Arch, tiles: Mapping[str, int], m
                     if holder not in producer:  # an input, weight or cache: in DRAM
                         dram.setdefault((holder, box), []).append(u)
                         continue
-                    pc = cuts[producer[holder].name]
-                    for pcell in _producers(pc, box):
-                        _edge(src, dst, byt, pc.uop(pcell, len(pc.k) - 1), u,
-                              _overlap(pc.box(pcell), box) * elem)
+                    for pu, data in _reads(cuts[producer[holder].name], box, elem):
+                        _edge(src, dst, byt, pu, u, data)
                 if op.bias:
                     dram.setdefault((op.bias, (out[-1],)), []).append(u)
                 for p in op.inputs[1:] if op.kind in ("layernorm", "rmsnorm") else ():
