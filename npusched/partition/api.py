@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from npusched.arch import Arch
-from npusched.costmodel import CostModel, cost_model
+from npusched.costmodel import CostModel
 from npusched.partition.build import Layout, uop_edges
 from npusched.partition.costs import latency_table
 from npusched.partition.grid import Tiling
@@ -33,7 +33,8 @@ from npusched.partition.schemes import (
     stream_default_tiling,
     stream_tiling,
 )
-from npusched.problem import Accelerator, SchedulingInstance
+from npusched.problem import SchedulingInstance
+from npusched.problem.scheduling.machine_view import MachineView
 from npusched.problem.scheduling.routed import RoutedInstance
 from npusched.workload.network import Network
 from npusched.workload.tensor import TensorProgram
@@ -49,10 +50,17 @@ element type (an ONNX file's; the arch's where the workload declares none)."""
 
 
 def priced_arch(net: Network | TensorProgram, arch: Arch, precision: str | int = "arch") -> Arch:
-    """``arch`` with the element width the partition prices every tensor and tile at:
-    ``"arch"`` keeps ``arch.precision_bits``; ``"workload"`` takes the workload's
-    ``source["precision_bits"]`` (the ONNX element type, as Stream 2.1.1 prices its
-    operands), the arch's where there is none; an integer gives the bits."""
+    """``arch`` with the element width the partition prices every tensor and tile at
+    (:func:`priced_bits`)."""
+    bits = priced_bits(net, arch, precision)
+    return arch if bits == arch.precision_bits else replace(arch, precision_bits=bits)
+
+
+def priced_bits(net: Network | TensorProgram, arch: Arch, precision: str | int = "arch") -> int:
+    """The element width the partition prices every tensor and tile at: ``"arch"`` keeps
+    ``arch.precision_bits``; ``"workload"`` takes the workload's ``source["precision_bits"]``
+    (the ONNX element type, as Stream 2.1.1 prices its operands), the arch's where there is
+    none; an integer gives the bits."""
     if isinstance(precision, str) and precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; choose from "
                          f"{', '.join(PRECISIONS)} or a number of bits")  # fmt: skip
@@ -61,7 +69,7 @@ def priced_arch(net: Network | TensorProgram, arch: Arch, precision: str | int =
             else int(precision))  # fmt: skip
     if bits < 1:
         raise ValueError(f"precision: an element needs at least 1 bit, got {bits}")
-    return arch if bits == arch.precision_bits else replace(arch, precision_bits=bits)
+    return int(bits)
 
 
 def resolve_network(spec: str, dims: dict[str, int] | None = None) -> Any:
@@ -83,7 +91,7 @@ def resolve_network(spec: str, dims: dict[str, int] | None = None) -> Any:
 
 def scheme_tilings(
     net: Network,
-    arch: Arch,
+    arch: Arch | MachineView,
     scheme: str,
     *,
     s: tuple[int, int, int, int] | None = None,
@@ -92,18 +100,19 @@ def scheme_tilings(
     align: bool = True,
 ) -> tuple[dict[str, Tiling], dict[str, Any]]:
     """Step 1: every layer's tiling under ``scheme`` and what the scheme was given."""
+    view = MachineView.of(arch)
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; choose from {', '.join(SCHEMES)}")
     if scheme == "klotski":
         if s is None:
             raise ValueError("the klotski scheme needs --s H,W,IC,OC")
-        tilings = klotski_tilings(net, arch, s, align)
-        if why := memory_violation(net, arch, tilings):
+        tilings = klotski_tilings(net, view, s, align)
+        if why := memory_violation(net, view, tilings):
             raise ValueError(f"{why}; choose a smaller --s")
         return tilings, {"s": list(s)}
     if scheme == "stream" and cn is None:
-        cap = max((c.memory_bytes for c in arch.cores if c.memory_bytes), default=None)
-        elem = max(1, round(arch.element_bytes))
+        cap = max((c.memory_bytes for c in view.cores if c.memory_bytes), default=None)
+        elem = view.elem_bytes
         tilings = {ly.name: stream_default_tiling(net, ly, cap, elem) for ly in net.layers}
         cut_k = {name: int(t.lengths(0).max()) for name, t in tilings.items() if t.counts[0] > 1}
         return tilings, {"cn": {"OY": 1}, **({"cn_k": cut_k} if cut_k else {})}
@@ -123,17 +132,19 @@ FINER = {
 """What :func:`partition_network` suggests, per scheme, when a μop does not fit its core."""
 
 
-def machine_cost_model(machine: str, cost: str | CostModel, arch: Arch) -> CostModel:
+def machine_cost_model(machine: str, cost: str | CostModel, arch: Arch | MachineView
+                       ) -> CostModel:  # fmt: skip
     """The cost model that :func:`partition_network` uses for ``cost`` on ``machine``: the
-    compute-only machine takes ``compute`` for the default ``analytic``."""
+    compute-only machine takes ``compute`` for the default ``analytic``; a name is built once
+    per machine view (:meth:`~npusched.problem.scheduling.machine_view.MachineView.cost_model`)."""
     if isinstance(cost, str) and machine == "compute-only" and cost == "analytic":
         cost = "compute"
-    return cost_model(cost, arch) if isinstance(cost, str) else cost
+    return MachineView.of(arch).cost_model(cost) if isinstance(cost, str) else cost
 
 
 def partition_network(
     net: Network | TensorProgram,
-    arch: Arch,
+    arch: Arch | MachineView,
     scheme: str,
     *,
     s: tuple[int, int, int, int] | None = None,
@@ -155,27 +166,30 @@ def partition_network(
     (Fig. 3c: the operation sequence of the loop nest). ``machine`` is ``routed`` or
     ``compute-only``; ``cost`` a cost model or its name (``analytic``, ``zigzag``, ``compute``;
     the compute-only machine takes ``compute`` unless told otherwise); ``precision`` the
-    element width every tensor and tile is priced at (:func:`priced_arch`).
+    element width every tensor and tile is priced at (:func:`priced_bits`). ``arch`` may be
+    a :class:`~npusched.problem.scheduling.machine_view.MachineView`: what it derived from the
+    arch (topology, memories, cost models) serves every partition made with it.
     """
     if machine not in MACHINES:
         raise ValueError(f"unknown machine {machine!r}; choose from {', '.join(MACHINES)}")
-    arch = priced_arch(net, arch, precision)
+    view = MachineView.of(arch)
+    view = view.priced(priced_bits(net, view.arch, precision))
     if isinstance(net, TensorProgram):
-        return _program_instance(net, arch, scheme, s=s, cn=cn, machine=machine, cost=cost)
-    tilings, given = scheme_tilings(net, arch, scheme, s=s, cn=cn, tiles=tiles, align=align)
+        return _program_instance(net, view, scheme, s=s, cn=cn, machine=machine, cost=cost)
+    tilings, given = scheme_tilings(net, view, scheme, s=s, cn=cn, tiles=tiles, align=align)
     ranks = None
     if scheme == "flexer":
         given["loop_order"] = loop_order
         ranks = {name: loop_order_rank(t, loop_order) for name, t in tilings.items()}
     layout = Layout.of(net, tilings, ranks)
-    elem = max(1, round(arch.element_bytes))
+    elem = view.elem_bytes
     edges = uop_edges(layout, elem)
-    model = machine_cost_model(machine, cost, arch)
-    latency = latency_table(layout, arch.cores, model)
+    model = machine_cost_model(machine, cost, view)
+    latency = latency_table(layout, view.cores, model)
     fallbacks = getattr(model, "fallbacks", [])
     source: dict[str, Any] = {
         "scheme": scheme,
-        "arch": arch.name,
+        "arch": view.name,
         **given,
         "max_kinds_per_layer": int(max(t.kinds() for t in tilings.values())),
         "network": net.name,
@@ -189,19 +203,18 @@ def partition_network(
         source["cost_fallbacks"] = [f"{shape.kind} K{shape.K} C{shape.C} {shape.OY}x{shape.OX}"
                                     f" F{shape.FY}x{shape.FX}: {why}"
                                     for shape, why in fallbacks]  # fmt: skip
-    name = f"{net.name}_{arch.name}_{scheme}"
+    name = f"{net.name}_{view.name}_{scheme}"
     if machine == "compute-only":
-        acc = Accelerator.from_arch(arch)
-        return compute_instance(layout, edges, latency, acc, name, source)
+        return compute_instance(layout, edges, latency, view.accelerator, name, source)
     try:
-        return routed_instance(layout, edges, latency, arch, name, source, elem)
+        return routed_instance(layout, edges, latency, view, name, source, elem)
     except ValueError as err:  # a μop whose data alone exceeds a core's memory: say how to cut
         if "memory holds" not in str(err):
             raise
         raise ValueError(f"{err}; cut finer with {FINER[scheme]}") from None
 
 
-def _program_instance(prog: TensorProgram, arch: Arch, scheme: str, *,
+def _program_instance(prog: TensorProgram, view: MachineView, scheme: str, *,
                       s: tuple[int, int, int, int] | None, cn: Mapping[str, int] | None,
                       machine: str, cost: str | CostModel) -> RoutedInstance:  # fmt: skip
     """:func:`partition_network` of a tensor program (:mod:`npusched.partition.tensor`): the
@@ -212,15 +225,15 @@ def _program_instance(prog: TensorProgram, arch: Arch, scheme: str, *,
     if machine != "routed":
         raise ValueError("tensor programs are partitioned on the routed machine only")
     given = dict(zip(LOOP_NAMES, s, strict=True)) if s is not None else cn
-    tiles = tile_lengths(prog, arch, scheme, given)
-    model = machine_cost_model(machine, cost, arch)
-    source: dict[str, Any] = {"scheme": scheme, "arch": arch.name, "tiles": tiles,
+    tiles = tile_lengths(prog, view, scheme, given)
+    model = machine_cost_model(machine, cost, view)
+    source: dict[str, Any] = {"scheme": scheme, "arch": view.name, "tiles": tiles,
                               "network": prog.name, "macs": prog.macs(),
-                              "elem_bytes": max(1, round(arch.element_bytes)),
+                              "elem_bytes": view.elem_bytes,
                               "machine": machine, "cost": model.name}  # fmt: skip
-    name = f"{prog.name}_{arch.name}_{scheme}"
+    name = f"{prog.name}_{view.name}_{scheme}"
     try:
-        return tensor_instance(prog, arch, tiles, model, name, source)
+        return tensor_instance(prog, view, tiles, model, name, source)
     except ValueError as err:  # a μop whose data alone exceeds a core's memory: say how to cut
         if "memory holds" not in str(err):
             raise

@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from npusched.arch.model import Arch, CoreSpec
+from npusched.arch.model import CoreSpec
 from npusched.costmodel import ComputeSteps
 from npusched.partition.build import Layout, output_bytes, uop_edges
 from npusched.partition.costs import latency_table
 from npusched.partition.grid import IntArray, Tiling, needed_input
 from npusched.problem import Accelerator, SchedulingInstance, UopGraph
-from npusched.problem.scheduling.machine import capacities, machine_topology
+from npusched.problem.scheduling.machine_view import MachineView
 from npusched.problem.scheduling.routed import DramTensor, RoutedInstance
 from npusched.workload.layers import INPUT
 
@@ -72,18 +72,19 @@ def build_instance(
 
 
 def routed_instance(
-    layout: Layout, edges: Edges, latency: IntArray, arch: Arch, name: str,
+    layout: Layout, edges: Edges, latency: IntArray, view: MachineView, name: str,
     source: dict[str, Any], elem_bytes: int, psum_bytes: int = 4,
 ) -> RoutedInstance:  # fmt: skip
-    """The routed instance of the module docstring. A μop whose own data (inputs, weights and
-    output) exceeds its core's memory raises ``ValueError`` naming both."""
-    base = compute_instance(layout, edges, latency, Accelerator.from_arch(arch), name, source)
+    """The routed instance of the module docstring on the machine ``view`` (its accelerator,
+    topology and memories). A μop whose own data (inputs, weights and output) exceeds its
+    core's memory raises ``ValueError`` naming both."""
+    base = compute_instance(layout, edges, latency, view.accelerator, name, source)
     return RoutedInstance(
         base,
-        machine_topology(arch),
+        view.topology,
         dram=dram_tensors(layout, elem_bytes),
         data_unit="bytes",
-        capacity=capacities(arch),
+        capacity=view.capacity,
         layer=layout.layer_of(),
         output=output_bytes(layout, elem_bytes, psum_bytes),
     )

@@ -19,6 +19,7 @@ import numpy as np
 
 from npusched.arch import Arch
 from npusched.partition.grid import DIMS, IntArray, Tiling, layer_extents, needed_input
+from npusched.problem.scheduling.machine_view import MachineView
 from npusched.workload.layers import Layer
 from npusched.workload.network import Network
 
@@ -165,25 +166,11 @@ def over_memory(layer: Layer, need: int, cap: int | None) -> str | None:
     return f"layer {layer.name}: a μtensor needs {need} bytes, more than the {cap}-byte core memory"
 
 
-def smallest_memory(arch: Arch) -> int | None:
-    """The smallest private memory of ``arch``'s cores, in bytes
-    (:attr:`~npusched.arch.model.CoreSpec.memory_bytes` over the cores that have one): what every
-    μtensor of a partition must fit (:func:`memory_violation`), since a μop may run on any core.
-
-    Returns
-    -------
-    int or None
-        ``None`` when no core has a memory of its own (Flexer's cores share the global buffer): then
-        no tiling is refused for memory.
-    """
-    memories = [c.memory_bytes for c in arch.cores if c.memory_bytes is not None]
-    return min(memories) if memories else None
-
-
-def memory_violation(net: Network, arch: Arch, tilings: Mapping[str, Tiling]) -> str | None:
+def memory_violation(net: Network, view: MachineView, tilings: Mapping[str, Tiling]
+                     ) -> str | None:  # fmt: skip
     """Why the tilings do not fit the smallest core's memory (:func:`over_memory`), or
     ``None`` when every μtensor fits."""
-    cap, elem = smallest_memory(arch), max(1, round(arch.element_bytes))
+    cap, elem = view.smallest_memory, view.elem_bytes
     for layer in net.layers if cap is not None else ():
         why = over_memory(layer, footprint(layer, net, tilings[layer.name], elem), cap)
         if why:
@@ -196,10 +183,10 @@ class KlotskiMemory:
     each layer's largest μtensor depends only on ``s`` clipped to the layer's extents, so it is
     computed once per distinct clipped shape (the design-space enumeration of the search)."""
 
-    def __init__(self, net: Network, arch: Arch, align: bool = True) -> None:
-        self.net, self.cap = net, smallest_memory(arch)
-        self.elem = max(1, round(arch.element_bytes))
-        self.unroll = {k: v for k, v in arch.cores[0].pe_unroll.items() if "*" not in k}
+    def __init__(self, net: Network, arch: Arch | MachineView, align: bool = True) -> None:
+        view = MachineView.of(arch)
+        self.net, self.cap, self.elem, self.unroll = (net, view.smallest_memory, view.elem_bytes,
+                                                      view.unroll)  # fmt: skip
         self.align = align
         self.extents = {
             ly.name: layer_extents(ly, net.in_shapes(ly), net.shapes[ly.name]) for ly in net.layers
@@ -239,9 +226,9 @@ class KlotskiMemory:
 
 
 def klotski_tilings(
-    net: Network, arch: Arch, s: tuple[int, int, int, int], align: bool = True
+    net: Network, view: MachineView, s: tuple[int, int, int, int], align: bool = True
 ) -> dict[str, Tiling]:
     """Every layer cut by Klotski's μtensor ``s`` (``align``: ic, oc up to the first core's PE
     array, §III-B's remainder-free partition)."""
-    unroll = {k: v for k, v in arch.cores[0].pe_unroll.items() if "*" not in k}
+    unroll = view.unroll
     return {ly.name: klotski_tiling(net, ly, s, unroll if align else None) for ly in net.layers}

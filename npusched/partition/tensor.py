@@ -45,17 +45,17 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from npusched.arch.model import Arch
+from npusched.arch.model import CoreSpec
 from npusched.costmodel import CostModel, TileShape
 from npusched.costmodel.shape import cycles_per_op, psum_bytes
 from npusched.partition.costs import core_kinds
-from npusched.problem import Accelerator, SchedulingInstance, UopGraph
-from npusched.problem.scheduling.machine import capacities, machine_topology
+from npusched.problem import SchedulingInstance, UopGraph
+from npusched.problem.scheduling.machine_view import MachineView
 from npusched.problem.scheduling.routed import DramTensor, RoutedInstance
 from npusched.workload.tensor import PASSES, TensorOp, TensorProgram
 
@@ -66,7 +66,7 @@ columns are cut automatically (the rest for the copies of its neighbours, double
 Box = tuple[tuple[int, int], ...]
 
 
-def tile_lengths(prog: TensorProgram, arch: Arch, scheme: str,
+def tile_lengths(prog: TensorProgram, view: MachineView, scheme: str,
                  tiles: Mapping[str, int] | None) -> dict[str, int]:  # fmt: skip
     """The tile length of each loop (:data:`LOOPS`; 0: whole) under ``scheme`` (module
     docstring)."""
@@ -81,7 +81,7 @@ def tile_lengths(prog: TensorProgram, arch: Arch, scheme: str,
                              " (and B), not the reduction K")  # fmt: skip
         rows = max(prog.tensors[op.output].shape[-2] if len(prog.tensors[op.output].shape) > 1
                    else 1 for op in prog.ops)  # fmt: skip
-        return {"M": -(-rows // arch.m), **tiles}
+        return {"M": -(-rows // view.m), **tiles}
     if scheme == "klotski":
         if set(tiles) != set(LOOPS):
             raise ValueError("the klotski scheme of a tensor program needs --s B,M,K,N")
@@ -268,15 +268,17 @@ def _shape(prog: TensorProgram, op: TensorOp, out: Box, red: tuple[int, int]) ->
                      cycles_per_op=cycles_per_op(fn))
 
 
-def tensor_instance(prog: TensorProgram, arch: Arch, tiles: Mapping[str, int], model: CostModel,
-                    name: str, source: dict[str, Any]) -> RoutedInstance:  # fmt: skip
-    """The routed instance of ``prog`` cut by ``tiles`` on ``arch`` (module docstring)."""
-    elem = max(1, round(arch.element_bytes))
+def tensor_instance(prog: TensorProgram, view: MachineView, tiles: Mapping[str, int],
+                    model: CostModel, name: str,
+                    source: dict[str, Any]) -> RoutedInstance:  # fmt: skip
+    """The routed instance of ``prog`` cut by ``tiles`` on the machine ``view`` (module
+    docstring)."""
+    elem = view.elem_bytes
     psum = psum_bytes(elem)
     producer = {op.output: op for op in prog.ops}
     cuts: dict[str, _Cut] = {}
     n = 0
-    budget = MEMORY_SHARE * float(max(capacities(arch)))
+    budget = MEMORY_SHARE * float(max(view.capacity))
     auto = {} if "N" in tiles or "K" in tiles else _fitting_tiles(prog, tiles, budget, elem)
     for op in prog.ops:
         if not prog.is_view(op):
@@ -319,16 +321,16 @@ def tensor_instance(prog: TensorProgram, arch: Arch, tiles: Mapping[str, int], m
                     dram.setdefault((op.bias, (out[-1],)), []).append(u)
                 for p in op.inputs[1:] if op.kind in ("layernorm", "rmsnorm") else ():
                     dram.setdefault((p, (out[-1],)), []).append(u)
-    latency = _latencies(shapes, arch, model)
+    latency = _latencies(shapes, view.cores, model)
     graph = UopGraph(latency[:, 0], np.array(src, np.int64), np.array(dst, np.int64),
                      np.array(byt, np.int64))  # fmt: skip
     identical = bool((latency == latency[:, :1]).all())
-    base = SchedulingInstance(graph, Accelerator.from_arch(arch), None if identical else latency,
+    base = SchedulingInstance(graph, view.accelerator, None if identical else latency,
                               name, source=source)  # fmt: skip
     tensors = tuple(DramTensor(f"{t}{list(box)}", math.prod(b - a for a, b in box) * elem,
                                np.array(us)) for (t, box), us in dram.items())  # fmt: skip
-    return RoutedInstance(base, machine_topology(arch), dram=tensors, data_unit="bytes",
-                          capacity=capacities(arch), layer=layer, output=output)  # fmt: skip
+    return RoutedInstance(base, view.topology, dram=tensors, data_unit="bytes",
+                          capacity=view.capacity, layer=layer, output=output)  # fmt: skip
 
 
 def _weight_stationary(prog: TensorProgram, op: TensorOp, grid: tuple[int, ...], elem: int,
@@ -398,9 +400,10 @@ def _edge(src: list[int], dst: list[int], byt: list[int], a: int, b: int, data: 
     byt.append(data)
 
 
-def _latencies(shapes: list[TileShape], arch: Arch, model: CostModel) -> np.ndarray:
+def _latencies(shapes: list[TileShape], cores: Sequence[CoreSpec], model: CostModel
+               ) -> np.ndarray:  # fmt: skip
     """``(n, m)`` cycles: one cost-model call per distinct tile shape and core kind."""
-    kinds, of = core_kinds(arch.cores)
+    kinds, of = core_kinds(cores)
     cache: dict[tuple[Any, int], int] = {}
     out = np.empty((len(shapes), len(kinds)), dtype=np.int64)
     for i, s in enumerate(shapes):

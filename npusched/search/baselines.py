@@ -41,6 +41,7 @@ from npusched.arch.model import Arch
 from npusched.methods import solve
 from npusched.partition.api import partition_network
 from npusched.problem.scheduling.instance import SchedulingInstance
+from npusched.problem.scheduling.machine_view import MachineView
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
 from npusched.problem.scheduling.schedule import Schedule
 from npusched.search.space import DesignSpace, Shape4
@@ -91,7 +92,8 @@ def coarsest(space: DesignSpace) -> Shape4:
 
 
 def layerwise(
-    net: Network, arch: Arch, space: DesignSpace, machine: str = "routed", cost: Any = "analytic"
+    net: Network, arch: Arch | MachineView, space: DesignSpace, machine: str = "routed",
+    cost: Any = "analytic",
 ) -> Baseline:
     """Baseline 1 on the coarsest partition it can run: the design space's points by μop count
     (first on ties), the first whose layer-wise plan fits the cores. On the routed machine a
@@ -109,7 +111,7 @@ def layerwise(
 
 
 def annealed(
-    net: Network, arch: Arch, space: DesignSpace, budget: int = 50, seed: int = 0,
+    net: Network, arch: Arch | MachineView, space: DesignSpace, budget: int = 50, seed: int = 0,
     machine: str = "routed", cost: Any = "analytic", deadline: float | None = None,
 ) -> Baseline:  # fmt: skip
     """Baseline 2 as the paper runs it: the atomic dataflow on its own partition, found by
@@ -130,7 +132,7 @@ def annealed(
 
 
 def baselines(
-    net: Network, arch: Arch, space: DesignSpace, best: Instance, best_s: Shape4,
+    net: Network, arch: Arch | MachineView, space: DesignSpace, best: Instance, best_s: Shape4,
     machine: str = "routed", cost: Any = "analytic", budget: int = 50, seed: int = 0,
     deadline: float | None = None,
 ) -> dict[str, Baseline]:  # fmt: skip

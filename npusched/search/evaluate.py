@@ -42,6 +42,7 @@ from npusched.heuristics.scheduling.plans import execute, plan_rank
 from npusched.methods import solve
 from npusched.partition.api import partition_network
 from npusched.problem.scheduling.instance import SchedulingInstance
+from npusched.problem.scheduling.machine_view import MachineView
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
 from npusched.problem.scheduling.schedule import Schedule
 from npusched.problem.scheduling.windows import asap_alap
@@ -89,7 +90,7 @@ class Evaluation:
 
 def evaluate(
     net: Network,
-    arch: Arch,
+    arch: Arch | MachineView,
     s: tuple[int, int, int, int],
     objective: str = "entropy",
     method: str = "list",

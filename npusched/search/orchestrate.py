@@ -43,6 +43,7 @@ from npusched.costmodel import CostModel
 from npusched.methods import solve
 from npusched.methods.registry import applicable
 from npusched.partition.api import machine_cost_model, partition_network
+from npusched.problem.scheduling.machine_view import MachineView
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
 from npusched.problem.scheduling.schedule import Schedule
 from npusched.search.anneal import descend
@@ -214,7 +215,7 @@ def final_stages(
 
 def orchestrate(
     net: Network,
-    arch: Arch,
+    arch: Arch | MachineView,
     budget: int = 50,
     objective: str = "entropy",
     inner: str = "list",
@@ -253,6 +254,7 @@ def orchestrate(
     if inner not in INNER:
         raise ValueError(f"unknown inner method {inner!r}; choose from {', '.join(INNER)}")
     t0 = time.perf_counter()
+    arch = MachineView.of(arch)  # read once: every partition below shares what it derives
     space = DesignSpace.build(net, arch, max_uops)
     starts = [space.locate(net, arch, s) for s in first]
     model = machine_cost_model(machine, cost, arch)

@@ -24,6 +24,7 @@ from npusched.arch.model import Arch
 from npusched.methods import solve
 from npusched.partition.api import partition_network
 from npusched.partition.tensor import cut_signature
+from npusched.problem.scheduling.machine_view import MachineView
 from npusched.problem.scheduling.routed import RoutedSchedule
 from npusched.search.bo import SearchResult, bayes_search
 from npusched.search.evaluate import Evaluation
@@ -33,7 +34,8 @@ from npusched.verify import check
 from npusched.workload.tensor import TensorProgram
 
 
-def program_space(prog: TensorProgram, arch: Arch, max_uops: int = MAX_UOPS) -> DesignSpace:
+def program_space(prog: TensorProgram, arch: Arch | MachineView,
+                  max_uops: int = MAX_UOPS) -> DesignSpace:  # fmt: skip
     """The tiles of ``prog`` on ``arch`` (module docstring)."""
     outs = [prog.tensors[op.output].shape for op in prog.ops]
     heads = max((max(s[:-2]) for s in outs if len(s) > 2), default=1)
@@ -59,7 +61,8 @@ def program_space(prog: TensorProgram, arch: Arch, max_uops: int = MAX_UOPS) -> 
     return DesignSpace(tuple(points), 0, tuple(sizes), large, max_uops)
 
 
-def evaluate_tiles(prog: TensorProgram, arch: Arch, s: tuple[int, int, int, int]) -> Evaluation:
+def evaluate_tiles(prog: TensorProgram, arch: Arch | MachineView,
+                   s: tuple[int, int, int, int]) -> Evaluation:  # fmt: skip
     """``prog`` cut by ``s`` and timed by the memory-aware list, verified."""
     t0 = time.perf_counter()
     try:
@@ -85,12 +88,13 @@ class ProgramOrchestration:
     seconds: float
 
 
-def orchestrate_program(prog: TensorProgram, arch: Arch, budget: int = 20, *, seed: int = 0,
-                        final_time_limit: float = 30.0, threads: int = 2,
+def orchestrate_program(prog: TensorProgram, arch: Arch | MachineView, budget: int = 20, *,
+                        seed: int = 0, final_time_limit: float = 30.0, threads: int = 2,
                         progress: bool = False) -> ProgramOrchestration:  # fmt: skip
     """BO over the tiles of ``prog`` for ``budget`` evaluations, then ``joint`` for
     ``final_time_limit`` seconds on the best tiles, warm-started from their list schedule."""
     t0 = time.perf_counter()
+    arch = MachineView.of(arch)  # read once: every partition below shares what it derives
     space = program_space(prog, arch)
     found = bayes_search(space, lambda s: evaluate_tiles(prog, arch, s), budget, seed=seed,
                          progress=progress)  # fmt: skip

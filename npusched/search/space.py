@@ -40,6 +40,7 @@ from npusched.partition.build import EdgeCache, heads
 from npusched.partition.costs import core_kinds, layer_latencies
 from npusched.partition.schemes import KlotskiMemory
 from npusched.problem.scheduling.dag import release_load_bound
+from npusched.problem.scheduling.machine_view import MachineView
 from npusched.workload.network import Network
 
 Shape4 = tuple[int, int, int, int]
@@ -69,7 +70,7 @@ class Cuts:
     sizes, layer by layer (equal for equal partitions), and the μop count; each layer's tiling is
     computed once per distinct clipped shape."""
 
-    def __init__(self, net: Network, arch: Arch) -> None:
+    def __init__(self, net: Network, arch: Arch | MachineView) -> None:
         self.net, self.memory = net, KlotskiMemory(net, arch)
         self.cache: dict[tuple[str, tuple[int, ...]], tuple[tuple[int, ...], int]] = {}
 
@@ -98,7 +99,8 @@ class DesignSpace:
     square: bool = False
 
     @classmethod
-    def build(cls, net: Network, arch: Arch, max_uops: int | None = MAX_UOPS) -> DesignSpace:
+    def build(cls, net: Network, arch: Arch | MachineView, max_uops: int | None = MAX_UOPS
+              ) -> DesignSpace:  # fmt: skip
         """The feasible shapes of ``net`` on ``arch`` with at most ``max_uops`` μops (``None``:
         no cap); a ValueError when none is left."""
         unroll = arch.cores[0].pe_unroll
@@ -137,7 +139,7 @@ class DesignSpace:
     def lower_bounds(
         self,
         net: Network,
-        arch: Arch,
+        arch: Arch | MachineView,
         model: CostModel,
         executor: Executor | None = None,
         parts: int = 1,
@@ -243,7 +245,7 @@ class DesignSpace:
         except ValueError:
             raise ValueError(f"s = {s} is not a feasible point of the design space") from None
 
-    def locate(self, net: Network, arch: Arch, s: Shape4) -> int:
+    def locate(self, net: Network, arch: Arch | MachineView, s: Shape4) -> int:
         """The point that cuts ``net`` as a user's ``s`` does, or a ValueError naming why ``s``
         is outside the space (not positive, not remainder-free, over the core memory, too many
         μops)."""
@@ -289,7 +291,7 @@ def transposable(net: Network) -> bool:
 
 
 def _lower_bounds(
-    points: Sequence[Shape4], net: Network, arch: Arch, model: CostModel
+    points: Sequence[Shape4], net: Network, arch: Arch | MachineView, model: CostModel
 ) -> np.ndarray:
     """:meth:`DesignSpace.lower_bounds` of ``points``."""
     memory = KlotskiMemory(net, arch)
