@@ -115,7 +115,11 @@ def run_pair(workload: Path, hardware: Path, stream: dict[str, Any], time_limit:
              threads: int, seed: int, cost: str = "analytic") -> dict[str, Any]:  # fmt: skip
     """One workload on one accelerator (module docstring); ``time_limit`` ``None``: ``joint``
     gets what is left of Stream's wall time after the partition and the list (none: the
-    list's schedule is the answer)."""
+    list's schedule is the answer); a ``ValueError`` before any work when Stream's entry
+    has no wall time to compare at."""
+    if time_limit is None and not isinstance(stream.get("wall_s"), int | float):
+        raise ValueError("wall_s: --time-limit stream compares at Stream's wall time, and "
+                         "Stream's entry for the pair gives none")  # fmt: skip
     t0 = time.perf_counter()
     inst = partition_network(resolve_network(str(workload)), load_arch(hardware), "stream",
                              precision="workload", cost=cost)  # fmt: skip

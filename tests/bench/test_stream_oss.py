@@ -94,6 +94,11 @@ def test_at_equal_time_joint_gets_what_is_left_of_streams_wall(tmp_path, capsys)
         assert row["verified"] and row["joint_limit_s"] <= max(wall - row["partition_s"], 0)
         if wall == 0:
             assert row["joint_limit_s"] == 0 and row["makespan"] == row["list"]
+    (data / "reference.json").write_text(json.dumps([  # a hand-made entry without a wall
+        {"workload": "swiglu_1_16_32", "hardware": "tpu_like_quad_core", "cycles": 458.0}]))
+    assert main(["--data", str(data), "--time-limit", "stream", "--json", str(out)]) == 0
+    assert json.loads(out.read_text()) == []
+    assert "wall_s: --time-limit stream" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["--data", str(data), "--time-limit", "soon"])
     assert "seconds or 'stream'" in capsys.readouterr().err
