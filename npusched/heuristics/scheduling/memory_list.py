@@ -191,7 +191,7 @@ class _Scheduler:
             tuple(int(inst.topology.resource_of[x]) for x in r) for r in all_routes(inst)
         ]
         self.lines = [Timeline() for _ in range(inst.topology.num_resources)]
-        self.none: list[list[tuple[int, int]]] = [[] for _ in self.lines]  # no tentative bookings
+        self.none: dict[int, Timeline] = {}  # no tentative bookings
         assert inst.capacity is not None
         self.mem = [Profile(int(c)) for c in inst.capacity]
         self.order: list[list[tuple[bool, int, int, int]]] = [[] for _ in self.mem]  # (evict_for)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -96,26 +97,28 @@ class Timeline:
 
 def earliest(
     lines: list[Timeline],
-    extra: list[list[tuple[int, int]]],
+    extra: Mapping[int, Timeline],
     route: tuple[int, ...],
     r: int,
     d: int,
 ) -> int:
     """Earliest ``t ≥ r`` with ``[t, t + d)`` free on every resource of ``route`` (committed
-    intervals and the tentative ones in ``extra``): each resource in turn moves ``t`` to its
-    first free window from ``t`` (skipping all its busy intervals in the way at once), until
-    a full pass over the route moves it no more."""
+    intervals, and the tentative ones of a resource in ``extra``, kept as a :class:`Timeline`
+    of their own since they are disjoint too): each resource in turn moves ``t`` to its first
+    window free of both from ``t`` (each search skips only times where ``[t, t + d)`` is busy,
+    so it stops at the earliest), until a full pass over the route moves it no more."""
     t = r
     moved = True
     while moved:
         moved = False
         for x in route:
             u = lines[x].first_free(t, d)
-            if extra[x]:
-                hit = max((e for s, e in extra[x] if s < u + d and u < e), default=None)
-                while hit is not None:
-                    u = lines[x].first_free(hit, d)
-                    hit = max((e for s, e in extra[x] if s < u + d and u < e), default=None)
+            tentative = extra.get(x)
+            if tentative is not None:
+                v = tentative.first_free(u, d)
+                while v != u:
+                    u = lines[x].first_free(v, d)
+                    v = tentative.first_free(u, d)
             if u != t:
                 t, moved = u, True
     return t
@@ -150,7 +153,7 @@ def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") ->
         best = None
         for c in np.flatnonzero(allowed[i]).tolist():
             est = int(free[c])
-            extra: list[list[tuple[int, int]]] = [[] for _ in lines]
+            extra: dict[int, Timeline] = {}
             booked = []
             needs: list[tuple[int, int, int]] = []  # (source key, release, data)
             for e in edges.tolist():
@@ -173,7 +176,7 @@ def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") ->
                 cyc = topo.cycles(data, inst.route(a, c))
                 t = earliest(lines, extra, route, release, cyc)
                 for x in route:
-                    extra[x].append((t, t + cyc))
+                    extra.setdefault(x, Timeline()).add(t, cyc)
                 booked.append(((src, c), route, t, cyc))
                 est = max(est, t + cyc)
             fin = est + int(dur[i, c])

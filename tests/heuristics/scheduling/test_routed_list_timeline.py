@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npusched.heuristics.scheduling.routed_list import SCAN, Timeline
+from npusched.heuristics.scheduling.routed_list import SCAN, Timeline, earliest
 
 
 def _stepped(line: Timeline, t: int, d: int) -> int:
@@ -64,3 +64,25 @@ def test_touching_intervals_merge_into_the_same_busy_time(seed, n):
     for t in range(0, 4 * n + 1, 3):  # the earliest free window, cycle by cycle
         want = next(u for u in range(t, busy.size) if not busy[u:u + 2].any())
         assert line.first_free(t, 2) == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 3 * SCAN))
+def test_earliest_on_a_route_with_tentative_bookings_is_the_first_free_window(seed, n):
+    # three resources, committed and tentative bookings on each, kept in a cycle-by-cycle record
+    rng = np.random.default_rng(seed)
+    horizon = 40 * n + 64
+    lines, extra = [Timeline() for _ in range(3)], {}
+    busy = np.zeros((3, horizon), dtype=bool)
+    for _ in range(2 * n):
+        x, d = int(rng.integers(0, 3)), int(rng.integers(1, 5))
+        tentative = bool(rng.integers(0, 2))
+        route = (x,)
+        t = earliest(lines, extra, route, int(rng.integers(0, 8 * n)), d)
+        (extra.setdefault(x, Timeline()) if tentative else lines[x]).add(t, d)
+        busy[x, t:t + d] = True
+    for _ in range(10):
+        route = tuple(sorted(set(rng.integers(0, 3, size=2).tolist())))
+        r, d = int(rng.integers(0, 8 * n)), int(rng.integers(1, 6))
+        want = next(u for u in range(r, horizon) if not busy[list(route), u:u + d].any())
+        assert earliest(lines, extra, route, r, d) == want
