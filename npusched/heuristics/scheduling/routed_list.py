@@ -26,6 +26,9 @@ import numpy as np
 from npusched.heuristics.scheduling.list_scheduling import Priority, resolve_priority
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
 
+OPEN = np.iinfo(np.int64).max
+"""No finish to beat yet."""
+
 SCAN = 16
 """Busy intervals :meth:`Timeline.first_free` steps over one by one before it searches the gaps
 at once."""
@@ -127,51 +130,54 @@ def earliest(
 def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") -> RoutedSchedule:
     """A feasible :class:`RoutedSchedule` built greedily (see the module docstring)."""
     g, topo, n, m = inst.graph, inst.topology, inst.n, inst.m
-    dur, allowed = inst.duration, inst.mask
+    dur = inst.duration.tolist()
+    allowed = [np.flatnonzero(row).tolist() for row in inst.mask]
     prio = _priority(inst, priority)
     res = [tuple(int(topo.resource_of[x]) for x in r) for r in all_routes(inst)]
     lines = [Timeline() for _ in range(topo.num_resources)]
-    tensors_of: list[list[int]] = [[] for _ in range(n)]
+    dram_needs: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
     for k, tensor in enumerate(inst.dram):
         if tensor.data > 0:
             for i in tensor.consumers.tolist():
-                tensors_of[i].append(k)
-    in_edges = np.argsort(g.dst, kind="stable")
+                dram_needs[i].append((-1 - k, 0, tensor.data))
+    in_edges = np.argsort(g.dst, kind="stable").tolist()
+    ptr, src_of, bytes_of = g.pred_ptr.tolist(), g.src.tolist(), g.bytes.tolist()
     most = _largest_copies(inst)
     arrived: dict[tuple[int, int], int] = {}  # (source, core) -> arrival cycle
     start = np.full(n, -1, dtype=np.int64)
-    core = np.full(n, -1, dtype=np.int64)
-    end = np.zeros(n, dtype=np.int64)
-    free = np.zeros(m, dtype=np.int64)
+    core, end, free = [-1] * n, [0] * n, [0] * m
     indeg = np.diff(g.pred_ptr).copy()
     ready = [(-prio[i], int(i)) for i in np.flatnonzero(indeg == 0)]
     heapq.heapify(ready)
     while ready:
         _, i = heapq.heappop(ready)
-        edges = in_edges[g.pred_ptr[i] : g.pred_ptr[i + 1]]
+        ins = [(src_of[e], bytes_of[e]) for e in in_edges[ptr[i] : ptr[i + 1]]]
         best: tuple[int, int, list[tuple[tuple[int, int], tuple[int, ...], int, int]]] | None
         best = None
-        for c in np.flatnonzero(allowed[i]).tolist():
-            est = int(free[c])
+        for c in allowed[i]:
+            # a core that cannot finish before the best so far is dropped as soon as it shows
+            late = OPEN if best is None else best[0] - dur[i][c]
+            est = free[c]
             extra: dict[int, Timeline] = {}
             booked = []
             needs: list[tuple[int, int, int]] = []  # (source key, release, data)
-            for e in edges.tolist():
-                p = int(g.src[e])
-                if g.bytes[e] == 0 or core[p] == c:
-                    est = max(est, int(end[p]))
+            for p, bits in ins:
+                if bits == 0 or core[p] == c:
+                    est = max(est, end[p])
                 else:
-                    needs.append((p, int(end[p]), most[p * m + c]))
-            needs += [(-1 - k, 0, inst.dram[k].data) for k in tensors_of[i]]
+                    needs.append((p, end[p], most[p * m + c]))
+            needs += dram_needs[i]
             seen: set[int] = set()
             for src, release, data in sorted(needs, key=lambda x: x[1]):
+                if est >= late:
+                    break
                 if src in seen:
                     continue
                 seen.add(src)
                 if (src, c) in arrived:
                     est = max(est, arrived[(src, c)])
                     continue
-                a = -1 if src < 0 else int(core[src])
+                a = -1 if src < 0 else core[src]
                 route = res[route_id(a, c, m)]
                 cyc = topo.cycles(data, inst.route(a, c))
                 t = earliest(lines, extra, route, release, cyc)
@@ -179,16 +185,15 @@ def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") ->
                     extra.setdefault(x, Timeline()).add(t, cyc)
                 booked.append(((src, c), route, t, cyc))
                 est = max(est, t + cyc)
-            fin = est + int(dur[i, c])
-            if best is None or fin < best[0]:
-                best = (fin, c, booked)
+            if est < late:  # finishes before the best (ties go to the lower core, tried first)
+                best = (est + dur[i][c], c, booked)
         assert best is not None
         fin, c, booked = best
         for key, route, t, cyc in booked:
             for x in route:
                 lines[x].add(t, cyc)
             arrived[key] = t + cyc
-        start[i], core[i], end[i] = fin - dur[i, c], c, fin
+        start[i], core[i], end[i] = fin - dur[i][c], c, fin
         free[c] = fin
         for j in g.succs(i).tolist():
             indeg[j] -= 1
@@ -196,7 +201,7 @@ def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") ->
                 heapq.heappush(ready, (-prio[j], j))
     if (start < 0).any():
         raise RuntimeError("routed list scheduling stalled: the graph is not acyclic")
-    return _with_transfers(inst, start, core, arrived)
+    return _with_transfers(inst, start, np.array(core, dtype=np.int64), arrived)
 
 
 def _largest_copies(inst: RoutedInstance) -> dict[int, int]:
