@@ -17,7 +17,9 @@ add the reduction ``K``. A tiling gives each loop a tile length (:func:`tile_len
   most that reader's rows (:func:`_fitting_tiles`), so row blocks still feed row blocks; a
   ``gemm`` numbers its CNs column block first (weight stationary, :class:`_Cut`) where that
   moves fewer bytes off chip (:func:`_weight_stationary`: its weight cannot stay on chip while
-  the row blocks pass, and fetching its input again costs less);
+  the row blocks pass, and fetching its input again costs less); a ``transpose`` that moves
+  the rows elsewhere (the heads merged back, ``[h, g, T, d] → [T, h, g, d]``) is cut along
+  the tokens into its readers' row blocks (:func:`token_dim`);
 - ``klotski`` (μtensors): ``--s B,M,K,N`` tiles heads, rows, reduction and columns (the CNN's
   ``h, w, ic, oc`` in that order); the ``K`` chunks of a ``gemm``/``matmul`` form a chain that
   carries partial sums (Klotski §III-B), and the last chunk writes the output.
@@ -134,7 +136,8 @@ class _Cut:
     at bf16) cross the off-chip port once per row block, 24 times on ``tpu_like_quad_core``."""
 
     def __init__(self, prog: TensorProgram, op: TensorOp, tiles: Mapping[str, int],
-                 first: int, stationary: bool = False) -> None:  # fmt: skip
+                 first: int, stationary: bool = False, tokens: int | None = None
+                 ) -> None:  # fmt: skip
         out = prog.tensors[op.output].shape
         self.rank = len(out)
         whole_n = op.kind in ("softmax", "layernorm", "rmsnorm")
@@ -142,6 +145,10 @@ class _Cut:
         m = _chunks(out[-2], tiles.get("M", 0)) if self.rank > 1 else []
         n = _chunks(out[-1], 0 if whole_n else tiles.get("N", tiles.get("auto_n", 0)))
         self.out_chunks = [*lead, *([m] if self.rank > 1 else []), n]
+        if tokens is not None and tokens < self.rank - 2:  # a transpose that moves the rows
+            self.out_chunks = [_chunks(out[d], tiles.get("M", 0)) if d == tokens else
+                               n if d == self.rank - 1 else [(0, out[d])]
+                               for d in range(self.rank)]  # fmt: skip
         kdim = prog.tensors[op.inputs[0]].shape[-1] if op.kind in ("gemm", "matmul") else 1
         self.k = _chunks(kdim, tiles.get("K", 0)) if op.kind in ("gemm", "matmul") else [(0, 1)]
         self.grid = tuple(len(c) for c in self.out_chunks)
@@ -283,7 +290,7 @@ def tensor_instance(prog: TensorProgram, view: MachineView, tiles: Mapping[str, 
     for op in prog.ops:
         if not prog.is_view(op):
             mine = {**tiles, **auto.get(op.name, {})}
-            cut = _Cut(prog, op, mine, n)
+            cut = _Cut(prog, op, mine, n, tokens=token_dim(prog, producer, op))
             if _weight_stationary(prog, op, cut.grid, elem, budget):
                 cut = _Cut(prog, op, mine, n, stationary=True)
             cuts[op.name] = cut
@@ -366,8 +373,63 @@ def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
         for k, x in enumerate(op.inputs):
             if x in made and _reads_rows(prog, op, k):
                 rows[made[x]] = min(rows[made[x]], rows[op.name])
-    return {op.name: _auto_tiles(prog, op, tiles, fitting_cut(prog, op, rows[op.name], budget,
-                                                              elem)) for op in ops}  # fmt: skip
+    out = {op.name: _auto_tiles(prog, op, tiles, fitting_cut(prog, op, rows[op.name], budget,
+                                                             elem)) for op in ops}  # fmt: skip
+    producer = {op.output: op for op in prog.ops}
+    for op in ops:  # a transpose that moves the rows: cut into its readers' rows (token_dim)
+        t = token_dim(prog, producer, op)
+        if t is not None and t < len(op.perm) - 2:
+            readers = _row_readers(prog, op.output)
+            out[op.name]["M"] = min((rows[r] for r in readers), default=start)
+    return out
+
+
+def _row_readers(prog: TensorProgram, name: str) -> list[str]:
+    """The ops that read tensor ``name`` row for row (:func:`_reads_rows`), through views."""
+    found = []
+    for op in prog.consumers()[name]:
+        if prog.is_view(op):
+            found += _row_readers(prog, op.output)
+        else:
+            found += [op.name for k, x in enumerate(op.inputs)
+                      if x == name and _reads_rows(prog, op, k)]  # fmt: skip
+    return found
+
+
+def token_dim(prog: TensorProgram, producer: Mapping[str, TensorOp], op: TensorOp
+              ) -> int | None:  # fmt: skip
+    """The dimension of a ``transpose``'s output that holds the rows (tokens) of the op
+    output its input's data comes from (:func:`_row_dim`), ``None`` for other ops or where it
+    cannot be told. Where it is not the output's second last (an attention's heads merged
+    back, ``[h, g, T, d] → [T, h, g, d]``), :class:`_Cut` cuts the transpose along it: cut by
+    its own last two dimensions, every CN would move all the tokens of a few heads, and each
+    row block of the reader (the output projection) would read all of them."""
+    if op.kind != "transpose":
+        return None
+    rows = _row_dim(prog, producer, op.inputs[0])
+    return None if rows is None else op.perm.index(rows)
+
+
+def _row_dim(prog: TensorProgram, producer: Mapping[str, TensorOp], name: str) -> int | None:
+    """The dimension of tensor ``name`` that holds the rows of the op output its data is
+    held in: an op's output (or a graph input) has them second last; a transpose moves them
+    (:func:`token_dim`); a slice keeps them; a reshape keeps them where the dimensions
+    before them keep their product and they keep their length (row-major), else ``None``."""
+    shape = prog.tensors[name].shape
+    op = producer.get(name)
+    if op is None or op.kind not in ("transpose", "reshape", "slice"):
+        return len(shape) - 2 if len(shape) > 1 else None
+    if op.kind == "transpose":
+        return token_dim(prog, producer, op)
+    rows = _row_dim(prog, producer, op.inputs[0])
+    if rows is None or op.kind == "slice":
+        return rows
+    src = prog.tensors[op.inputs[0]].shape
+    before = math.prod(src[:rows])
+    for d in range(len(shape)):
+        if math.prod(shape[:d]) == before and shape[d] == src[rows]:
+            return d
+    return None
 
 
 def _reads_rows(prog: TensorProgram, op: TensorOp, k: int) -> bool:
@@ -420,9 +482,10 @@ def cut_signature(prog: TensorProgram, tiles: Mapping[str, int]) -> tuple[tuple[
     μops they make, without building the instance: tilings with one signature cut alike."""
     sig: list[int] = []
     n = 0
+    producer = {op.output: op for op in prog.ops}
     for op in prog.ops:
         if not prog.is_view(op):
-            cut = _Cut(prog, op, tiles, 0)
+            cut = _Cut(prog, op, tiles, 0, tokens=token_dim(prog, producer, op))
             sig += [*cut.grid, len(cut.k)]
             n += cut.n
     return tuple(sig), n

@@ -239,3 +239,38 @@ def test_silu_tiles_take_their_cycles_per_element():
     # the same row blocks of the same width: SiLU 4 cycles an element, the product 1
     assert len(silu) == len(mul)
     assert int(d[silu].sum()) == 4 * int(d[mul].sum())
+
+
+def test_heads_merged_back_are_cut_along_the_tokens_the_projection_reads():
+    """The heads merged back, ``[h, g, T, d] → [T, h, g, d]``, then reshaped to ``[T, h·g·d]``
+    for the output projection: the transpose is cut along the tokens (``token_dim``), into the
+    projection's row blocks, so each projection CN reads the merged rows of its own tokens.
+    Cut by its own last two dimensions, every CN of the transpose held all tokens of a few
+    heads, each projection CN read all of them, and the copies of one core per layer held
+    the whole merged tensor several times over (17.8 MB on a 6 MB core of klotski-4x4 for
+    LLaMA-3-8B at 1 024 tokens)."""
+    from npusched.partition.tensor import token_dim
+    from npusched.workload.zoo import load_network
+
+    prog = load_network("bert-base-128")
+    producer = {op.output: op for op in prog.ops}
+    merge = next(op for op in prog.ops if op.kind == "transpose" and op.perm[0] == 2)
+    assert token_dim(prog, producer, merge) == 0
+    assert {token_dim(prog, producer, op) for op in prog.ops if op.kind == "transpose"
+            and op is not merge} == {2}  # the heads split off keep the tokens second last
+    (proj,) = [op for op in prog.ops if op.kind == "gemm" and op.inputs[0] in producer
+               and producer[op.inputs[0]].inputs[0] == merge.output]  # fmt: skip
+    tokens = prog.tensors[merge.output].shape[0]
+    arch = load_arch("klotski-4x4")
+    inst = partition_network(prog, arch, "stream")
+    g, layer = inst.graph, np.asarray(inst.layer)
+    names = [op.name for op in prog.ops]
+    into = (layer[g.src] == names.index(merge.name)) & (layer[g.dst] == names.index(proj.name))
+    rows = -(-tokens // inst.source["tiles"]["M"])  # the projection's row blocks
+    merged = prog.tensors[merge.output].elements * max(1, round(arch.element_bytes))
+    for u in np.unique(g.dst[into]):  # a projection CN: the merge CNs it reads are its rows
+        read_from = g.src[into & (g.dst == u)]
+        assert inst.output_data[read_from].sum() <= -(-merged // rows)
+    core = layer % inst.m  # one core per layer: the copies stay what is read
+    assert (inst.operand_data(core) <= inst.capacity[core]).all()
+    assert check(inst, solve(inst, "list").solution).ok
