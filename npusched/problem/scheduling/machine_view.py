@@ -58,14 +58,17 @@ class MachineView:
 
     @property
     def name(self) -> str:
+        """The arch's name."""
         return self.arch.name
 
     @property
     def m(self) -> int:
+        """The number of cores."""
         return self.arch.m
 
     @property
     def cores(self) -> tuple[CoreSpec, ...]:
+        """The arch's cores."""
         return tuple(self.arch.cores)
 
     @property
