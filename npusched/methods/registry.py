@@ -69,18 +69,25 @@ class Context:
         return dataclasses.replace(self, deadline=deadline)
 
 
+STOP_MARGIN = 0.1
+"""Seconds before the limit at which :func:`bounded` stops the forked solve: killing it and
+taking back control took up to 0.07 s on these machines with the solver's threads busy on both
+cores (measured on the Stream bench's ResNet-18 pairs)."""
+
+
 def bounded(method: str, backend: str, ctx: Context, run: Callable[[Context], Result]) -> Result:
     """``run(ctx)`` — model building and solving — in a forked process stopped at the time limit
     (:func:`~npusched.solvers.common.run_within`): building and loading large models overran
     limits by minutes (CP-SAT on 10⁴ μops and 10⁵ edges: 92 s for 15 s). The solver inside gets
-    a second less to hand its answer back. Stopped, the result is ``time_limit_no_solution``
+    a second less to hand its answer back, and the process is stopped :data:`STOP_MARGIN` before
+    the limit. Stopped, the result is ``time_limit_no_solution``
     (``error`` when the process died, e.g. past ``--memory-limit``) with the reason, and
     :func:`solve` returns the warm start in its place."""
     remaining = ctx.remaining()
     if remaining is None:
         return run(ctx)
     inner = ctx.until(time.perf_counter() + max(remaining - 1.0, remaining / 2))
-    how, res = run_within(lambda: run(inner), remaining)
+    how, res = run_within(lambda: run(inner), max(0.01, remaining - STOP_MARGIN))
     if how == "done":
         return res
     status = Status.TIME_LIMIT_NO_SOLUTION if how == "time" else Status.ERROR

@@ -194,6 +194,7 @@ def _warm_start(problem: Any, params: Any, ctx: Context) -> Context:
             warm = routed_warm_start(problem, params.priority)
         elif not isinstance(warm, RoutedSchedule) or not check(problem, warm).ok:
             raise ValueError("a routed warm start must be a feasible RoutedSchedule")
+        problem.lower_bound()  # kept on the instance: no pass over it after a forked solve
     elif warm is None:
         warm = list_schedule(problem, params.priority)
     elif not isinstance(warm, Schedule):

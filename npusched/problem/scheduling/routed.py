@@ -522,8 +522,11 @@ class RoutedInstance:
     def lower_bound(self) -> int:
         """A makespan bound valid for every allowed assignment and any transfer timing,
         evicting or not (:func:`~npusched.problem.scheduling.routed_bounds.lower_bound`: its
-        terms)."""
-        return routed_bounds.lower_bound(self)
+        terms). Computed once per instance (it walks every μop and edge), then kept."""
+        kept = self.__dict__.get("_lower_bound")
+        if kept is None:
+            kept = self.__dict__["_lower_bound"] = routed_bounds.lower_bound(self)
+        return int(kept)
 
 
 @dataclass(frozen=True, eq=False)
