@@ -92,6 +92,7 @@ from collections.abc import Callable, Iterator
 from typing import NoReturn
 
 import numpy as np
+from sortedcontainers import SortedList
 
 from npusched.heuristics.scheduling.memory_profile import Profile
 from npusched.heuristics.scheduling.routed_list import Timeline, all_routes, earliest, route_id
@@ -244,7 +245,7 @@ class _Scheduler:
         self.sent: set[tuple[int, int]] = set()
         self.watch: list[dict[int, set[int]]] = [{} for _ in range(m)]  # see fitting()
         self.dirty: set[int] = set()
-        self.evictions = [0] * (m + 1)  # evictions from each core, and in all (the last)
+        self.evictions = 0  # evictions so far (see fitting())
         self.unfit: dict[int, tuple[int, int]] = {}  # see fitting()
         self.first: dict[tuple[int, int], int] = {}  # first arrival (the required transfer)
         self.evicted: dict[tuple[int, int], int] = {}  # evicted lifetime -> when it ended
@@ -269,27 +270,16 @@ class _Scheduler:
         g, n = self.g, self.inst.n
         indeg = np.diff(g.pred_ptr).copy()
         ready_at = np.zeros(n, dtype=np.int64)
-        pool = [self.key(i, 0) for i in np.flatnonzero(indeg == 0).tolist()]
-        heapq.heapify(pool)
+        pool = SortedList(self.key(i, 0) for i in np.flatnonzero(indeg == 0).tolist())
         while pool:
-            aside: list[tuple[int, int, int]] = []
-            while pool and len(aside) < LOOKAHEAD:
-                cand = heapq.heappop(pool)
-                needs = self.fitting(cand[2])
-                if needs is not None:
-                    break
-                aside.append(cand)
-            else:
-                cand, needs = self._make_room(pool, aside)
+            cand, needs = self._next(pool)
             i = cand[2]
             self.place(i, needs)
-            for c in aside:
-                heapq.heappush(pool, c)
             for j in g.succs(i).tolist():
                 indeg[j] -= 1
                 ready_at[j] = max(ready_at[j], self.end[i])
                 if indeg[j] == 0:
-                    heapq.heappush(pool, self.key(j, int(ready_at[j])))
+                    pool.add(self.key(j, int(ready_at[j])))
         tr = self.transfers
         tend = np.array([self.first.get(tr.key(t), -1) for t in range(tr.size)], dtype=np.int64)
         tstart = np.where(tend >= 0, tend - tr.cycles, -1)  # -1: replaced by a re-fetch
@@ -298,22 +288,38 @@ class _Scheduler:
         start = np.array(self.start, dtype=np.int64)
         return RoutedSchedule(start, self.core, tstart, tend, Residency(*rec), Moves(*mv))
 
-    def _make_room(self, pool: list[tuple[int, int, int]], aside: list[tuple[int, int, int]]
-                   ) -> tuple[tuple[int, int, int], Needs]:  # fmt: skip
-        """No candidate looked at fits: the best (``aside[0]``) evicts to make room. Where it
-        cannot and the look-ahead left candidates in ``pool``, the rest are tried before the
-        scheduler gives up (as if it had looked at all of them); ``aside`` gets the others."""
-        cand = aside.pop(0)
+    def _next(self, pool: SortedList) -> tuple[tuple[int, int, int], Needs]:
+        """The μop to place next, taken out of ``pool`` (by the priority), and what it has yet
+        to receive: the first of the :data:`LOOKAHEAD` best that fits, else
+        :meth:`_make_room`. The pool is looked at in place, not popped and pushed back, and a
+        candidate known not to fit (:meth:`fitting`) is passed over here, without a call."""
+        core, mem, unfit, dirty = self.core_of, self.mem, self.unfit, self.dirty
+        stamp = self.evictions
+        for cand in pool.islice(0, LOOKAHEAD):
+            seen = unfit.get(cand[2])
+            if (seen is not None and mem[core[cand[2]]].open_bits > seen[1]
+                    and seen[0] in (-1, stamp) and cand[2] not in dirty):  # fmt: skip
+                continue
+            needs = self.fitting(cand[2])
+            if needs is not None:
+                pool.remove(cand)
+                return cand, needs
+        return self._make_room(pool)
+
+    def _make_room(self, pool: SortedList) -> tuple[tuple[int, int, int], Needs]:
+        """No candidate looked at fits: the best evicts to make room. Where it cannot, the
+        candidates past the look-ahead are tried before the scheduler gives up (as if it had
+        looked at all of them)."""
+        cand = pool[0]
         if self.evict_for(cand[2]):
+            pool.remove(cand)
             return cand, self.needs(cand[2])
-        while pool:
-            other = heapq.heappop(pool)
+        for other in pool.islice(LOOKAHEAD):
             needs = self.fitting(other[2])
             if needs is not None:
-                aside.append(cand)
+                pool.remove(other)
                 return other, needs
-            aside.append(other)
-        self.deadlock([cand[2]] + [c[2] for c in aside])
+        self.deadlock([c[2] for c in pool])
 
     def needs(self, i: int) -> Needs:
         """Data μop ``i`` has yet to receive on its core: (tensor, release, bits, again), by
@@ -359,18 +365,19 @@ class _Scheduler:
         ``None``.
 
         The look-ahead tries the same candidates at every step, and :meth:`needs` walks all of
-        a candidate's producers. The space it takes (:meth:`new_bits`) changes only where data
+        a candidate's producers. The space it takes (:meth:`new_bits`) falls only where data
         it needs comes to its core (a μop placed there takes it: the candidates that
-        :attr:`watch` the data on that core become :attr:`dirty`) or data is evicted from its
-        core; for a streamed candidate also where any is evicted (a copy then comes from DRAM,
-        which it does not keep). A candidate that did not fit keeps its space until then, and
-        only the core's open bits are compared with it: a look that costs nothing however many
-        producers the candidate reads."""
+        :attr:`watch` the data on that core become :attr:`dirty`); for a streamed candidate
+        also where any data is evicted (a copy then comes from DRAM, which it does not keep).
+        An eviction from its core can only add to what a candidate that keeps its operands
+        needs. So the space a candidate did not fit with stays a lower bound on its space
+        until then, and only the core's open bits are compared with it: a look that costs
+        nothing however many producers the candidate reads."""
         c = self.core_of[i]
         mem, seen = self.mem[c], self.unfit.get(i)
-        evictions = self.evictions[-1 if self.streamed[i] else c]
-        if (seen is not None and seen[0] == evictions and i not in self.dirty
-                and mem.open_bits + seen[1] > mem.capacity):  # fmt: skip
+        stamp = self.evictions if self.streamed[i] else -1  # -1: no eviction makes it fit
+        if (seen is not None and seen[0] == stamp and i not in self.dirty
+                and mem.open_bits > seen[1]):  # fmt: skip
             return None
         self.dirty.discard(i)
         needs = self.needs(i)
@@ -378,7 +385,7 @@ class _Scheduler:
         if mem.open_bits + space <= mem.capacity:
             self.unfit.pop(i, None)
             return needs
-        self.unfit[i] = (evictions, space)
+        self.unfit[i] = (stamp, mem.capacity - space)  # it fits once the open bits are no more
         watch = self.watch[c]
         for x in needs:
             watch.setdefault(x[0], set()).add(i)
@@ -566,8 +573,7 @@ class _Scheduler:
         else (a partial copy) from the producer's core, whose copy waits for it (module
         docstring). Its later consumers there fetch it again."""
         s, c = key
-        self.evictions[c] += 1
-        self.evictions[-1] += 1
+        self.evictions += 1
         since = self.arrived.pop(key, None)
         t0 = max(self.last_use[key], since if since is not None else self.end[s])
         if s >= 0 and s not in self.in_dram:

@@ -344,9 +344,60 @@ def test_a_wide_pool_past_the_lookahead_still_schedules(monkeypatch):
     rooms = []
     make_room = ml._Scheduler._make_room
     monkeypatch.setattr(ml._Scheduler, "_make_room",
-                        lambda self, pool, aside: rooms.append(1) or make_room(self, pool, aside))
+                        lambda self, pool: rooms.append(1) or make_room(self, pool))
     for look in (2, ml.LOOKAHEAD):
         monkeypatch.setattr(ml, "LOOKAHEAD", look)
         sched = ml.memory_list_schedule(small, "latency")
         assert sched.evicts and check(small, sched).ok
     assert rooms
+
+
+
+class _Forgetful(dict):
+    """A record of candidates that did not fit which never remembers one: every look is a full
+    check of the candidate's space."""
+
+    def get(self, key, default=None):
+        return default
+
+
+def _same_as_full_checks(inst, priority):
+    """The list's schedule on ``inst`` equals the one where every look at a candidate is a full
+    check of its space (the record of misfits forgets them all); the schedule."""
+    import npusched.heuristics.scheduling.memory_list as ml
+
+    fast = memory_list_schedule(inst, priority)
+    with pytest.MonkeyPatch.context() as m:
+        init = ml._Scheduler.__init__
+
+        def forgetful(self, *args):
+            init(self, *args)
+            self.unfit = _Forgetful()
+
+        m.setattr(ml._Scheduler, "__init__", forgetful)
+        slow = memory_list_schedule(inst, priority)
+    assert check(inst, fast).ok
+    assert (fast.start == slow.start).all() and (fast.tend == slow.tend).all()
+    assert fast.moves.kind.tolist() == slow.moves.kind.tolist()
+    assert fast.memory.alloc.tolist() == slow.memory.alloc.tolist()
+    return fast
+
+
+@given(memory_instances(), st.sampled_from(["latency", "memory"]))
+def test_passing_over_known_misfits_changes_no_decision(inst, priority):
+    """The list passes over a candidate whose space, computed when it did not fit, still exceeds
+    its core's room; an eviction does not make it look again (it can only add to what a
+    candidate that keeps its operands needs). The schedules equal those of full checks."""
+    _same_as_full_checks(inst, priority)
+
+
+@needs_shared
+@pytest.mark.parametrize("share", [1.0, 0.2])
+def test_passing_over_known_misfits_on_a_stream_export(share):
+    """As above on ResNet-18's export (83 streamed CNs), evicting at a fifth of its memories."""
+    inst = read_stream(SHARED / "stream" / "resnet18_tpu_quad_core_fused.json", memory=True)
+    assert inst.capacity is not None and inst.is_streamed.any()
+    inst = replace(inst, capacity=(inst.capacity * share).astype(np.int64))
+    for priority in ("latency", "memory"):
+        sched = _same_as_full_checks(inst, priority)
+        assert share == 1.0 or sched.evicts
