@@ -14,7 +14,11 @@ from npusched.formulations.scheduling.routed import RoutedModel
 from npusched.formulations.scheduling.routed_spill import SpillModel, segments_for
 from npusched.heuristics.placement import swap_deltas
 from npusched.heuristics.scheduling.list_scheduling import Priority, list_schedule
-from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
+from npusched.heuristics.scheduling.memory_list import (
+    Abandoned,
+    MemoryDeadlock,
+    memory_list_schedule,
+)
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.methods.fit import fit_allocation
 from npusched.methods.registry import Context, bounded
@@ -77,7 +81,9 @@ def memory_list_best(instance: RoutedInstance, priority: str) -> RoutedSchedule:
     spreads a layer's μops over every core, each fetching the layer's weights again; where the
     off-chip port is narrow (Stream's ``simba``: 8 bytes a cycle for 36 cores) the routed
     list's allocation, which keeps weights where they are, and the allocation of one core per
-    layer are several times shorter.
+    layer are several times shorter. A list that becomes longer than the shortest so far is
+    abandoned as it does (:class:`~npusched.heuristics.scheduling.memory_list.Abandoned`): the
+    same answer, sooner.
 
     Raises
     ------
@@ -87,17 +93,23 @@ def memory_list_best(instance: RoutedInstance, priority: str) -> RoutedSchedule:
     """
     if instance.fixed_allocation or instance.preferred is not None:
         return memory_list_schedule(with_allocation(instance), priority)
-    found: list[RoutedSchedule] = []
+    best: RoutedSchedule | None = None
     failed: MemoryDeadlock | ValueError | None = None
     for how in ALLOCATIONS if instance.layer is not None else ALLOCATIONS[:2]:
-        try:
-            found.append(memory_list_schedule(with_allocation(instance, how), priority))
+        stop = None if best is None else best.makespan(instance)
+        try:  # a list already longer than the best is abandoned (it would not be kept)
+            sched = memory_list_schedule(with_allocation(instance, how), priority, stop)
+        except Abandoned:
+            continue
         except (MemoryDeadlock, ValueError) as err:
             failed = failed or err
-    if not found:
+            continue
+        if best is None or sched.makespan(instance) < best.makespan(instance):
+            best = sched
+    if best is None:
         assert failed is not None
         raise MemoryDeadlock(f"no allocation of the list fits the memories: {failed}")
-    return min(found, key=lambda s: s.makespan(instance))
+    return best
 
 
 def routed_warm_start(instance: RoutedInstance, priority: Priority) -> RoutedSchedule:

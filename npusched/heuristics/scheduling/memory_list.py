@@ -122,6 +122,11 @@ class MemoryDeadlock(RuntimeError):
     that may be evicted."""
 
 
+class Abandoned(RuntimeError):
+    """A μop placed by the list ends after the ``stop_above`` it was given: its schedule would be
+    longer than that."""
+
+
 Needs = list[tuple[int, int, int, bool]]
 """What a μop has yet to receive on its core: (tensor, release, bits, again) by release."""
 
@@ -158,11 +163,14 @@ def _layers(inst: RoutedInstance) -> np.ndarray:
 
 
 def memory_list_schedule(
-    inst: RoutedInstance, priority: str | np.ndarray = "latency"
+    inst: RoutedInstance, priority: str | np.ndarray = "latency", stop_above: int | None = None
 ) -> RoutedSchedule:
     """A :class:`RoutedSchedule` that keeps every core within ``inst.capacity`` (see the module
     docstring); ``priority`` is Stream's ``latency`` or ``memory``, or a rank per μop (lower
-    first: a plan's order, :mod:`~npusched.heuristics.scheduling.plans`)."""
+    first: a plan's order, :mod:`~npusched.heuristics.scheduling.plans`). With ``stop_above``
+    the list raises :class:`Abandoned` as soon as a μop it places ends after that: a caller
+    that keeps the shortest of several schedules need not finish one that is already longer
+    (a μop's end is final once placed, so the makespan can only grow)."""
     if inst.capacity is None:
         raise ValueError("memory-aware scheduling needs an instance with a memory capacity")
     if isinstance(priority, np.ndarray):
@@ -174,7 +182,7 @@ def memory_list_schedule(
         if inst.preferred is None:
             raise ValueError("memory-aware scheduling needs a fixed (or preferred) allocation")
         inst = inst.restricted(inst.preferred)
-    return _Scheduler(inst, priority).run()
+    return _Scheduler(inst, priority).run(stop_above)
 
 
 class _Scheduler:
@@ -266,7 +274,7 @@ class _Scheduler:
             return (-int(self.layer[i]), ready, i)
         return (ready, -int(self.layer[i]), i)
 
-    def run(self) -> RoutedSchedule:
+    def run(self, stop_above: int | None = None) -> RoutedSchedule:
         g, n = self.g, self.inst.n
         indeg = np.diff(g.pred_ptr).copy()
         ready_at = np.zeros(n, dtype=np.int64)
@@ -275,6 +283,8 @@ class _Scheduler:
             cand, needs = self._next(pool)
             i = cand[2]
             self.place(i, needs)
+            if stop_above is not None and self.end[i] > stop_above:
+                raise Abandoned(f"μop {self.g.ids[i]} ends at {self.end[i]}, after {stop_above}")
             for j in g.succs(i).tolist():
                 indeg[j] -= 1
                 ready_at[j] = max(ready_at[j], self.end[i])

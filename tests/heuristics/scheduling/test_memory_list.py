@@ -13,7 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npusched import Accelerator, SchedulingInstance, UopGraph
-from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
+from npusched.heuristics.scheduling.memory_list import (
+    Abandoned,
+    MemoryDeadlock,
+    memory_list_schedule,
+)
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.io import load_instance, read_stream, write_instance
 from npusched.methods import solve
@@ -189,6 +193,18 @@ def test_every_schedule_keeps_within_memory(inst, priority):
     assert rep.ok, rep.violations
     assert (memory_peaks(inst, sched) <= inst.capacity).all()
     assert sched.makespan(inst) >= inst.lower_bound()
+
+
+@given(memory_instances(), st.sampled_from(["latency", "memory"]))
+def test_a_list_past_stop_above_is_abandoned(inst, priority):
+    """Given its own makespan as ``stop_above`` the list gives the same schedule; given one
+    cycle less it is abandoned (its last μop ends after that)."""
+    sched = memory_list_schedule(inst, priority)
+    ms = sched.makespan(inst)
+    again = memory_list_schedule(inst, priority, stop_above=ms)
+    assert (again.start == sched.start).all() and (again.core == sched.core).all()
+    with pytest.raises(Abandoned, match=f"after {ms - 1}"):
+        memory_list_schedule(inst, priority, stop_above=ms - 1)
 
 
 def test_solve_takes_streams_priorities():
