@@ -359,10 +359,11 @@ def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
                    elem: int) -> dict[str, dict[str, int]]:  # fmt: skip
     """Each op's automatic tiles (:func:`fitting_cut`, :func:`_auto_tiles`), with the rows
     aligned along the program (fusion along tokens): an op whose rows a reader reads row for
-    row (:func:`_reads_rows`) is cut into at most that reader's rows. Without it a reader cut
-    finer than its producer (a LLaMA down projection, whose ``K = 14 336`` row takes the
-    memory) reads a slice of each of many producers, and the copies of those producers on its
-    core hold what all of the core's readers read, whole producers
+    row (:func:`_reads_rows`) is cut into at most that reader's rows, and the keys and values
+    into at most their reader's heads (:func:`_reads_heads`). Without it a reader cut finer
+    than its producer (a LLaMA down projection, whose ``K = 14 336`` row takes the memory)
+    reads a slice of each of many producers, and the copies of those producers on its core
+    hold what all of the core's readers read, whole producers
     (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.copy_data`): 2.4 MB of copies
     for one down projection CN of 229 KB on a 1 MB eyeriss core."""
     start = tiles.get("M", 0) or 1 << 62
@@ -375,6 +376,11 @@ def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
                 rows[made[x]] = min(rows[made[x]], rows[op.name])
     out = {op.name: _auto_tiles(prog, op, tiles, fitting_cut(prog, op, rows[op.name], budget,
                                                              elem)) for op in ops}  # fmt: skip
+    for op in reversed(ops):  # the heads aligned the same way (_reads_heads)
+        heads = out[op.name].get("B")
+        for k, x in enumerate(op.inputs):
+            if heads is not None and x in made and _reads_heads(prog, op, k):
+                out[made[x]]["B"] = min(out[made[x]].get("B", heads), heads)
     producer = {op.output: op for op in prog.ops}
     for op in ops:  # a transpose that moves the rows: cut into its readers' rows (token_dim)
         t = token_dim(prog, producer, op)
@@ -442,6 +448,23 @@ def _reads_rows(prog: TensorProgram, op: TensorOp, k: int) -> bool:
         return False
     a, out = prog.tensors[op.inputs[k]].shape, prog.tensors[op.output].shape
     return len(a) > 1 and len(out) > 1 and a[-2] == out[-2]
+
+
+def _reads_heads(prog: TensorProgram, op: TensorOp, k: int) -> bool:
+    """Whether ``op`` reads its operand ``k`` head for head and every row of it for each of its
+    own rows: a ``matmul``'s second operand (the keys of Q·Kᵀ, the values of P·V), with leading
+    (head) dimensions before the last two, each as long as the output's or 1 (a grouped KV
+    head, read by each of its query heads). Cut across more heads than its reader, such a
+    producer is read a head's slice at a time from each of its row blocks, so the copies on a
+    core hold what the core's readers of every head read: all the keys or values. LLaMA-3-8B's
+    V at 4 096 tokens was cut 256 tokens of all 8 KV heads a CN, 9.4 MB of copies for one P·V
+    CN on a 6 MB core. (Operands read row for row are bounded by one producer CN a row block:
+    :func:`_reads_rows`.)"""
+    if op.kind != "matmul" or k != 1:
+        return False
+    a, out = prog.tensors[op.inputs[k]].shape, prog.tensors[op.output].shape
+    return len(a) == len(out) > 2 and all(x in (y, 1) for x, y in zip(a[:-2], out[:-2],
+                                                                      strict=True))  # fmt: skip
 
 
 def _auto_tiles(prog: TensorProgram, op: TensorOp, tiles: Mapping[str, int],

@@ -274,3 +274,40 @@ def test_heads_merged_back_are_cut_along_the_tokens_the_projection_reads():
     core = layer % inst.m  # one core per layer: the copies stay what is read
     assert (inst.operand_data(core) <= inst.capacity[core]).all()
     assert check(inst, solve(inst, "list").solution).ok
+
+
+def _gqa(t: int, d: int, kv: int, group: int) -> TensorProgram:
+    """Grouped-query P·V: values projected from ``x``, split into ``kv`` heads of width ``d``
+    and moved head first (``[kv, 1, t, d]``), read by the probabilities of ``group`` query
+    heads each (``[kv, group, t, t]``, an input here)."""
+    T = {"x": Tensor("x", ("tokens", "features"), (t, kv * d), "input"),
+         "wv": Tensor("wv", ("in", "out"), (kv * d, kv * d), "weight"),
+         "v": Tensor("v", ("tokens", "features"), (t, kv * d)),
+         "vs": Tensor("vs", ("tokens", "heads", "group", "features"), (t, kv, 1, d)),
+         "vh": Tensor("vh", ("heads", "group", "tokens", "features"), (kv, 1, t, d)),
+         "p": Tensor("p", ("heads", "group", "tokens", "keys"), (kv, group, t, t), "input"),
+         "o": Tensor("o", ("heads", "group", "tokens", "features"), (kv, group, t, d))}
+    ops = (TensorOp("v", "gemm", ("x", "wv"), "v"),
+           TensorOp("vs", "reshape", ("v",), "vs", shape=(t, kv, 1, d)),
+           TensorOp("vh", "transpose", ("vs",), "vh", perm=(1, 2, 0, 3)),
+           TensorOp("pv", "matmul", ("p", "vh"), "o"))
+    return TensorProgram("gqa", T, ops)
+
+
+def test_values_are_cut_into_the_heads_that_read_them():
+    """Where P·V is cut one head a CN, the values it reads (a matmul's second operand, every
+    token of them for each row block) are cut into at most its heads: each P·V CN reads whole
+    value CNs of its own head. Cut across all heads, each P·V CN read a head's slice of every
+    value CN, and the copies on a core grew to all the values (9.4 MB for one P·V CN of
+    LLaMA-3-8B at 4 096 tokens on a 6 MB core)."""
+    prog, arch = _gqa(2048, 64, 4, 2), load_arch("stream-hetero")
+    inst = partition_network(prog, arch, "stream")
+    g, layer = inst.graph, np.asarray(inst.layer)
+    names = [op.name for op in prog.ops]
+    into = (layer[g.src] == names.index("vh")) & (layer[g.dst] == names.index("pv"))
+    assert into.any()
+    assert (np.unique(layer[g.dst[into]]).size == 1) and (g.bytes[into] > 0).all()
+    assert (g.bytes[into] == inst.output_data[g.src[into]]).all()  # whole value CNs
+    core = layer % inst.m
+    assert (inst.operand_data(core) <= inst.capacity[core]).all()
+    assert check(inst, solve(inst, "list").solution).ok
