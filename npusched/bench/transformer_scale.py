@@ -6,9 +6,10 @@
 
 For each prefill length (the zoo's ``llama3-8b-prefill-*``): the partition's wall time, its μops
 and edges, then the memory-aware list's wall time and makespan (verified). The list runs only up
-to ``--list-max-uops`` μops (it is about 4–6 ms a μop on this machine, so past that the bench
-would run for long: the default runs the 1 024-token layer, about 8 minutes); a longer case
-says so in its row instead of a time.
+to ``--list-max-uops`` μops (about 1 ms a μop at 1 024 tokens on this machine and 2 ms at
+4 096: the default runs the 1 024-token layer, about 2 minutes; ``--list-max-uops 400000``
+also the 4 096-token one, about 12 minutes and 6 GB); a longer case says so in its row
+instead of a time.
 
 Peak memory is the process's resident peak (``ru_maxrss``) after each step. The cases run from
 the smallest up in one process, so each figure is the peak of that case or an earlier one, which
