@@ -98,7 +98,7 @@ nitpicky = True
 _EXTERNAL = (
     "numpy", "np", "npt", "scipy", "networkx", "nx", "onnx", "ortools", "cp_model", "highspy",
     "pulp", "matplotlib", "torch", "botorch", "gpytorch", "distributed", "dask", "pymoo",
-    "jsonschema", "zigzag", "pandas", "tqdm",
+    "jsonschema", "zigzag", "pandas", "tqdm", "sortedcontainers",
     # the standard library
     "collections", "pathlib", "argparse", "concurrent", "os", "typing", "enum", "dataclasses",
     "fractions", "io", "subprocess", "multiprocessing", "threading", "types", "tracemalloc",
