@@ -39,22 +39,8 @@ under the allocation, checked first: an allocation whose copies do not fit raise
 evicted, and when even that leaves too little room the scheduler stops with
 :class:`MemoryDeadlock` naming the core.
 
-**Partial copies.** A copy carries what its readers read
-(:meth:`~npusched.problem.scheduling.routed.RoutedInstance.copy_data`): on a core other than
-the producer's it may hold only part of the output (a halo), and every transfer, re-fetch and
-record there has that size; the producer's own copy, and a re-fetch into the producer's core,
-hold the whole output. A write-back always writes the whole output, so a partial copy cannot be
-written back from its core. Rule: **a partial copy of an activation not yet in DRAM is evicted
-by writing the whole output back from the producer's core** (its copy there is read over the
-write-back, and the partial copy is dropped once its own last use is over; later readers fetch
-their part from DRAM). The producer's copy is then still resident: it *waits for* each partial
-copy it has sent (the copy counts as one more use of it, from the send until the partial copy
-is dropped or the output reaches DRAM), and it is otherwise dropped only by its own eviction,
-whose write-back puts the output in DRAM. This can keep a producer's copy longer than its
-last send; Stream's exports have no partial copies (every edge carries the whole output), so
-nothing changes there. A streamed producer keeps no copy to write back from: its partial
-copies elsewhere are not evicted before its output is in DRAM (with such copies the list can
-deadlock even with a route to DRAM).
+**Partial copies.** A copy carries what its readers read; how one is evicted is the rule of
+:mod:`npusched.heuristics.scheduling.lifetimes`.
 
 **Streamed μops** (Stream's ``too_large_operands``) read their operands as they come and keep
 none. Data fetched again from DRAM for one takes no space and passes into it only (the
@@ -86,19 +72,17 @@ Deviations from Stream, and why:
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
-from collections.abc import Callable, Iterator
 from typing import NoReturn
 
 import numpy as np
 from sortedcontainers import SortedList
 
+from npusched.heuristics.scheduling.lifetimes import Lifetimes
 from npusched.heuristics.scheduling.memory_profile import Profile
 from npusched.heuristics.scheduling.routed_list import Timeline, all_routes, earliest, route_id
 from npusched.problem.scheduling.dag import UopGraph
 from npusched.problem.scheduling.routed import (
-    EVICT,
     REFETCH,
     Moves,
     Residency,
@@ -185,7 +169,7 @@ def memory_list_schedule(
     return _Scheduler(inst, priority).run(stop_above)
 
 
-class _Scheduler:
+class _Scheduler(Lifetimes):
     """The state of one memory-aware list scheduling run."""
 
     def __init__(self, inst: RoutedInstance, priority: str | np.ndarray) -> None:
@@ -475,38 +459,6 @@ class _Scheduler:
         keys = {(p, c) for p in self.data_preds[i]}
         return keys | {(-1 - k, c) for k in self.dram_of[i]}
 
-    def use(self, key: tuple[int, int], until: int) -> None:
-        """One consumer (or send) of lifetime ``key`` is placed and done by ``until``; the
-        lifetime closes with its last one."""
-        self.last_use[key] = max(self.last_use[key], until)
-        self.pending[key] -= 1
-        if self.pending[key] == 0 and key in self.open_rec:
-            self.let_go(key, self.last_use[key])
-
-    def hold(self, key: tuple[int, int], t: int, bits: int) -> None:
-        """Lifetime ``key`` takes ``bits`` on its core from ``t`` (a new memory record)."""
-        self.mem[key[1]].add(self.key_id[key], t, bits)
-        heapq.heappush(self.order[key[1]], (key[0] >= 0, t, len(self.rec), self.key_id[key]))
-        self.open_rec[key] = len(self.rec)
-        self.rec.append([key[1], key[0], bits, t, -1])
-
-    def let_go(self, key: tuple[int, int], t: int) -> None:
-        """Lifetime ``key`` ends at ``t`` (its record is closed); a producer's copy that waits
-        for it (a partial copy) is used until ``t``."""
-        self.mem[key[1]].close(self.key_id[key], t)
-        self.rec[self.open_rec.pop(key)][4] = t
-        waiting = self.waits.get(key[0])
-        if waiting is not None and key[1] in waiting:
-            waiting.discard(key[1])
-            self.use((key[0], self.core_of[key[0]]), t)
-
-    def in_dram_from(self, s: int, t: int) -> None:
-        """Producer ``s``'s output is in DRAM from ``t``: its copy waits for no partial copy
-        any more."""
-        self.in_dram[s] = t
-        for _ in self.waits.pop(s, set()):
-            self.use((s, self.core_of[s]), t)
-
     def evict_for(self, i: int) -> bool:
         """Evict data from μop ``i``'s core (module docstring) until ``i`` fits; whether it
         does (for a streamed μop: whether :meth:`stage` can then bring its data one copy at a
@@ -531,80 +483,6 @@ class _Scheduler:
         largest = max((self.space(i, (s, c), b, again) for s, _, b, again in self.needs(i)),
                       default=0)  # fmt: skip
         return mem.open_bits + largest <= mem.capacity
-
-    def victims(self, c: int, spare: set[tuple[int, int]],
-                enough: Callable[[], bool]) -> Iterator[tuple[int, int]]:  # fmt: skip
-        """The evictable lifetimes held on core ``c`` outside ``spare``, weights and DRAM
-        tensors before activations, each kind the oldest first (by the start of its lifetime,
-        then by when it was booked), until ``enough()``. They come off a heap of every lifetime
-        booked on the core, which drops the closed ones as it meets them, so a call costs what
-        it evicts and skips, not all that the core holds."""
-        heap, keys, skipped = self.order[c], self.keys, []
-        while heap and not enough():
-            entry = heapq.heappop(heap)
-            key = keys[entry[3]]
-            if self.open_rec.get(key) != entry[2]:
-                continue  # closed (or booked again: a later entry)
-            skipped.append(entry)
-            if key not in spare and self.evictable(key):
-                skipped.pop()
-                yield key
-        for entry in skipped:
-            heapq.heappush(heap, entry)
-
-    def stage(self, c: int, space: int, received: list[tuple[int, int]]) -> None:
-        """Room for ``space`` more on core ``c`` while a streamed μop receives its data: the
-        copies it has just received (which it need not keep) are evicted, first come first."""
-        mem = self.mem[c]
-        for key in received:
-            if mem.open_bits + space <= mem.capacity:
-                break
-            if key in self.open_rec and self.evictable(key):
-                self.evict(key)
-
-    def evictable(self, key: tuple[int, int]) -> bool:
-        """A weight, an activation already in DRAM, or any with a route to DRAM but a partial
-        copy of a streamed producer's output (module docstring)."""
-        if key[0] < 0 or key[0] in self.in_dram:
-            return True
-        return self.back is not None and key not in self.stuck
-
-    def from_dram(self, p: int, c: int) -> bool:
-        """A first copy of producer ``p``'s output for core ``c`` comes from DRAM: the
-        producer's own copy is evicted, or the required send was replaced by a re-fetch that
-        only passed into a streamed μop there."""
-        if self.core_of[p] == c:
-            return False
-        return (p, self.core_of[p]) in self.evicted or (p, c) in self.sent
-
-    def evict(self, key: tuple[int, int]) -> None:
-        """Drop ``key`` from its core, writing an activation not yet in DRAM back first (once):
-        from this core when its copy is whole (its space is freed when the write-back ends),
-        else (a partial copy) from the producer's core, whose copy waits for it (module
-        docstring). Its later consumers there fetch it again."""
-        s, c = key
-        self.evictions += 1
-        since = self.arrived.pop(key, None)
-        t0 = max(self.last_use[key], since if since is not None else self.end[s])
-        if s >= 0 and s not in self.in_dram:
-            assert self.back is not None
-            home = (s, self.core_of[s])
-            a = home[1] if key in self.partial else c
-            ready = self.end[s] if a != c else t0
-            assert a == c or home in self.open_rec  # it waits for this partial copy
-            cyc = self.inst.topology.cycles(self.output[s], self.inst.route(a, -1))
-            t = earliest(self.lines, self.none, self.back[a], ready, cyc)
-            for x in self.back[a]:
-                self.lines[x].add(t, cyc)
-            self.moves.append((EVICT, s, a, -1, t, t + cyc))
-            if a != c:  # the producer's copy is read over the write-back
-                self.last_use[home] = max(self.last_use[home], t + cyc)
-            else:
-                t0 = t + cyc
-            self.in_dram_from(s, t + cyc)
-        if key in self.open_rec:  # (the producer's own copy may close as it waits no more)
-            self.let_go(key, t0)
-        self.evicted[key] = t0
 
     def check_fit(self) -> None:
         """Every μop that keeps its operands has room for them under this allocation (the

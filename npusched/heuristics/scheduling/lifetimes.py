@@ -1,0 +1,177 @@
+"""The lifetimes of the data a memory-aware list holds on its cores, and their eviction
+(:mod:`npusched.heuristics.scheduling.memory_list`, Stream §III-E and §III-F).
+
+A lifetime is a copy of a tensor on a core: ``(tensor, core)`` with ``tensor`` a producer's μop
+index or ``-1 - k`` for DRAM tensor ``k``. It opens with a memory record (:meth:`Lifetimes.hold`)
+and closes after its last consumer or send (:meth:`Lifetimes.use`), or when it is evicted
+(:meth:`Lifetimes.evict`): a weight is dropped, an activation not yet in DRAM is written back
+first, over the core's route to DRAM (a move of kind ``evict``).
+
+**Partial copies.** A copy carries what its readers read
+(:meth:`~npusched.problem.scheduling.routed.RoutedInstance.copy_data`): on a core other than
+the producer's it may hold only part of the output (a halo), and every transfer, re-fetch and
+record there has that size; the producer's own copy, and a re-fetch into the producer's core,
+hold the whole output. A write-back always writes the whole output, so a partial copy cannot be
+written back from its core. Rule: **a partial copy of an activation not yet in DRAM is evicted
+by writing the whole output back from the producer's core** (its copy there is read over the
+write-back, and the partial copy is dropped once its own last use is over; later readers fetch
+their part from DRAM). The producer's copy is then still resident: it *waits for* each partial
+copy it has sent (the copy counts as one more use of it, from the send until the partial copy
+is dropped or the output reaches DRAM), and it is otherwise dropped only by its own eviction,
+whose write-back puts the output in DRAM. This can keep a producer's copy longer than its
+last send; Stream's exports have no partial copies (every edge carries the whole output), so
+nothing changes there. A streamed producer keeps no copy to write back from: its partial
+copies elsewhere are not evicted before its output is in DRAM (with such copies the list can
+deadlock even with a route to DRAM).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from npusched.heuristics.scheduling.memory_profile import Profile
+from npusched.heuristics.scheduling.routed_list import Timeline, earliest
+from npusched.problem.scheduling.routed import EVICT, RoutedInstance
+
+
+class Lifetimes:
+    """The lifetimes part of a memory-aware list's state and what it does with them (the
+    list's scheduler sets the state; see :mod:`npusched.heuristics.scheduling.memory_list`)."""
+
+    if TYPE_CHECKING:  # set by the list's scheduler
+        inst: RoutedInstance
+        core_of: list[int]
+        output: list[int]
+        end: list[int]
+        mem: list[Profile]
+        order: list[list[tuple[bool, int, int, int]]]  # per core: a heap of every booked lifetime
+        keys: list[tuple[int, int]]
+        key_id: dict[tuple[int, int], int]
+        pending: dict[tuple[int, int], int]  # consumers and sends still to place
+        last_use: dict[tuple[int, int], int]
+        open_rec: dict[tuple[int, int], int]  # open lifetime -> its record
+        rec: list[list[int]]  # [core, tensor, bits, alloc, free]
+        waits: dict[int, set[int]]  # producer -> cores of partial copies it waits for
+        in_dram: dict[int, int]  # activation -> end of its write-back
+        arrived: dict[tuple[int, int], int]
+        evicted: dict[tuple[int, int], int]  # evicted lifetime -> when it ended
+        evictions: int
+        sent: set[tuple[int, int]]
+        partial: set[tuple[int, int]]
+        stuck: set[tuple[int, int]]
+        back: list[tuple[int, ...]] | None  # each core's resources to DRAM (None: no route)
+        lines: list[Timeline]
+        none: dict[int, Timeline]
+        moves: list[tuple[int, int, int, int, int, int]]
+        streamed: np.ndarray
+
+    def use(self, key: tuple[int, int], until: int) -> None:
+        """One consumer (or send) of lifetime ``key`` is placed and done by ``until``; the
+        lifetime closes with its last one."""
+        self.last_use[key] = max(self.last_use[key], until)
+        self.pending[key] -= 1
+        if self.pending[key] == 0 and key in self.open_rec:
+            self.let_go(key, self.last_use[key])
+
+    def hold(self, key: tuple[int, int], t: int, bits: int) -> None:
+        """Lifetime ``key`` takes ``bits`` on its core from ``t`` (a new memory record)."""
+        self.mem[key[1]].add(self.key_id[key], t, bits)
+        heapq.heappush(self.order[key[1]], (key[0] >= 0, t, len(self.rec), self.key_id[key]))
+        self.open_rec[key] = len(self.rec)
+        self.rec.append([key[1], key[0], bits, t, -1])
+
+    def let_go(self, key: tuple[int, int], t: int) -> None:
+        """Lifetime ``key`` ends at ``t`` (its record is closed); a producer's copy that waits
+        for it (a partial copy) is used until ``t``."""
+        self.mem[key[1]].close(self.key_id[key], t)
+        self.rec[self.open_rec.pop(key)][4] = t
+        waiting = self.waits.get(key[0])
+        if waiting is not None and key[1] in waiting:
+            waiting.discard(key[1])
+            self.use((key[0], self.core_of[key[0]]), t)
+
+    def in_dram_from(self, s: int, t: int) -> None:
+        """Producer ``s``'s output is in DRAM from ``t``: its copy waits for no partial copy
+        any more."""
+        self.in_dram[s] = t
+        for _ in self.waits.pop(s, set()):
+            self.use((s, self.core_of[s]), t)
+
+    def victims(self, c: int, spare: set[tuple[int, int]],
+                enough: Callable[[], bool]) -> Iterator[tuple[int, int]]:  # fmt: skip
+        """The evictable lifetimes held on core ``c`` outside ``spare``, weights and DRAM
+        tensors before activations, each kind the oldest first (by the start of its lifetime,
+        then by when it was booked), until ``enough()``. They come off a heap of every lifetime
+        booked on the core, which drops the closed ones as it meets them, so a call costs what
+        it evicts and skips, not all that the core holds."""
+        heap, keys, skipped = self.order[c], self.keys, []
+        while heap and not enough():
+            entry = heapq.heappop(heap)
+            key = keys[entry[3]]
+            if self.open_rec.get(key) != entry[2]:
+                continue  # closed (or booked again: a later entry)
+            skipped.append(entry)
+            if key not in spare and self.evictable(key):
+                skipped.pop()
+                yield key
+        for entry in skipped:
+            heapq.heappush(heap, entry)
+
+    def stage(self, c: int, space: int, received: list[tuple[int, int]]) -> None:
+        """Room for ``space`` more on core ``c`` while a streamed μop receives its data: the
+        copies it has just received (which it need not keep) are evicted, first come first."""
+        mem = self.mem[c]
+        for key in received:
+            if mem.open_bits + space <= mem.capacity:
+                break
+            if key in self.open_rec and self.evictable(key):
+                self.evict(key)
+
+    def evictable(self, key: tuple[int, int]) -> bool:
+        """A weight, an activation already in DRAM, or any with a route to DRAM but a partial
+        copy of a streamed producer's output (module docstring)."""
+        if key[0] < 0 or key[0] in self.in_dram:
+            return True
+        return self.back is not None and key not in self.stuck
+
+    def from_dram(self, p: int, c: int) -> bool:
+        """A first copy of producer ``p``'s output for core ``c`` comes from DRAM: the
+        producer's own copy is evicted, or the required send was replaced by a re-fetch that
+        only passed into a streamed μop there."""
+        if self.core_of[p] == c:
+            return False
+        return (p, self.core_of[p]) in self.evicted or (p, c) in self.sent
+
+    def evict(self, key: tuple[int, int]) -> None:
+        """Drop ``key`` from its core, writing an activation not yet in DRAM back first (once):
+        from this core when its copy is whole (its space is freed when the write-back ends),
+        else (a partial copy) from the producer's core, whose copy waits for it (module
+        docstring). Its later consumers there fetch it again."""
+        s, c = key
+        self.evictions += 1
+        since = self.arrived.pop(key, None)
+        t0 = max(self.last_use[key], since if since is not None else self.end[s])
+        if s >= 0 and s not in self.in_dram:
+            assert self.back is not None
+            home = (s, self.core_of[s])
+            a = home[1] if key in self.partial else c
+            ready = self.end[s] if a != c else t0
+            assert a == c or home in self.open_rec  # it waits for this partial copy
+            cyc = self.inst.topology.cycles(self.output[s], self.inst.route(a, -1))
+            t = earliest(self.lines, self.none, self.back[a], ready, cyc)
+            for x in self.back[a]:
+                self.lines[x].add(t, cyc)
+            self.moves.append((EVICT, s, a, -1, t, t + cyc))
+            if a != c:  # the producer's copy is read over the write-back
+                self.last_use[home] = max(self.last_use[home], t + cyc)
+            else:
+                t0 = t + cyc
+            self.in_dram_from(s, t + cyc)
+        if key in self.open_rec:  # (the producer's own copy may close as it waits no more)
+            self.let_go(key, t0)
+        self.evicted[key] = t0
+
