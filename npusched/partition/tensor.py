@@ -19,7 +19,11 @@ add the reduction ``K``. A tiling gives each loop a tile length (:func:`tile_len
   moves fewer bytes off chip (:func:`_weight_stationary`: its weight cannot stay on chip while
   the row blocks pass, and fetching its input again costs less); a ``transpose`` that moves
   the rows elsewhere (the heads merged back, ``[h, g, T, d] → [T, h, g, d]``) is cut along
-  the tokens into its readers' row blocks (:func:`token_dim`);
+  the tokens into its readers' row blocks (:func:`token_dim`); a ``gemm`` whose weights are
+  too large for that (:func:`too_large`: one input row and one PE array width of its columns
+  exceed the share) is cut into row blocks of one array width, and its CNs are *streamed*,
+  Stream's ``too_large_operands``: they read their operands as they come, the weights from
+  DRAM (Stream §III-E 2, off-chip fetching), and hold none of them;
 - ``klotski`` (μtensors): ``--s B,M,K,N`` tiles heads, rows, reduction and columns (the CNN's
   ``h, w, ic, oc`` in that order); the ``K`` chunks of a ``gemm``/``matmul`` form a chain that
   carries partial sums (Klotski §III-B), and the last chunk writes the output.
@@ -119,6 +123,21 @@ def fitting_cut(prog: TensorProgram, op: TensorOp, rows: int, budget: float,
     while not whole_n and n > 1 and need(heads, rows, n) > budget:
         n = -(-n // 2)
     return heads, rows, n
+
+
+def too_large(prog: TensorProgram, op: TensorOp, budget: float, elem: int, width: int) -> bool:
+    """Whether ``op`` is a ``gemm`` whose CN of one input row and ``width`` output columns
+    (the first core's PE array width, its ``K`` unroll), ``elem`` bytes an element, exceeds
+    ``budget``. Cut to fit, its CNs would be narrower than the array (PEs left idle) and so
+    many that the list's time grows with them: LLaMA-3-8B's down projection
+    (``K = 14 336``) on ``tpu_like_quad_core`` came to 24 576 CNs of 11 rows × 4 columns, on
+    ``simba`` to one row and one column a CN. Such a ``gemm`` is streamed instead (module
+    docstring)."""
+    if op.kind != "gemm":
+        return False
+    k, n = prog.tensors[op.inputs[0]].shape[-1], prog.tensors[op.output].shape[-1]
+    c = min(width, n)
+    return (k + k * c + c) * elem > budget
 
 
 def _chunks(size: int, length: int) -> list[tuple[int, int]]:
@@ -286,7 +305,9 @@ def tensor_instance(prog: TensorProgram, view: MachineView, tiles: Mapping[str, 
     cuts: dict[str, _Cut] = {}
     n = 0
     budget = MEMORY_SHARE * float(max(view.capacity))
-    auto = {} if "N" in tiles or "K" in tiles else _fitting_tiles(prog, tiles, budget, elem)
+    width = int(view.unroll.get("K", 1))
+    auto = {} if "N" in tiles or "K" in tiles else _fitting_tiles(prog, tiles, budget, elem,
+                                                                   width)  # fmt: skip
     for op in prog.ops:
         if not prog.is_view(op):
             mine = {**tiles, **auto.get(op.name, {})}
@@ -300,6 +321,9 @@ def tensor_instance(prog: TensorProgram, view: MachineView, tiles: Mapping[str, 
     byt: list[int] = []
     layer = np.zeros(n, dtype=np.int64)
     output = np.zeros(n, dtype=np.int64)
+    streamed = np.zeros(n, dtype=bool)
+    for name, cut in cuts.items():
+        streamed[cut.first:cut.first + cut.n] = bool(auto.get(name, {}).get("streamed"))
     shapes: list[TileShape] = [TileShape("add", 1)] * n
     dram: dict[tuple[str, Box], list[int]] = {}
     for li, op in enumerate(prog.ops):
@@ -337,7 +361,8 @@ def tensor_instance(prog: TensorProgram, view: MachineView, tiles: Mapping[str, 
     tensors = tuple(DramTensor(f"{t}{list(box)}", math.prod(b - a for a, b in box) * elem,
                                np.array(us)) for (t, box), us in dram.items())  # fmt: skip
     return RoutedInstance(base, view.topology, dram=tensors, data_unit="bytes",
-                          capacity=view.capacity, layer=layer, output=output)  # fmt: skip
+                          capacity=view.capacity, layer=layer, output=output,
+                          streamed=streamed if streamed.any() else None)  # fmt: skip
 
 
 def _weight_stationary(prog: TensorProgram, op: TensorOp, grid: tuple[int, ...], elem: int,
@@ -356,8 +381,10 @@ def _weight_stationary(prog: TensorProgram, op: TensorOp, grid: tuple[int, ...],
 
 
 def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
-                   elem: int) -> dict[str, dict[str, int]]:  # fmt: skip
-    """Each op's automatic tiles (:func:`fitting_cut`, :func:`_auto_tiles`), with the rows
+                   elem: int, width: int = 1) -> dict[str, dict[str, int]]:  # fmt: skip
+    """Each op's automatic tiles (:func:`fitting_cut`, :func:`_auto_tiles`; a ``gemm``
+    that is :func:`too_large` at ``width`` columns: the program's rows, ``width`` columns and
+    ``streamed``), with the rows
     aligned along the program (fusion along tokens): an op whose rows a reader reads row for
     row (:func:`_reads_rows`) is cut into at most that reader's rows, and the keys and values
     into at most their reader's heads (:func:`_reads_heads`). Without it a reader cut finer
@@ -368,14 +395,18 @@ def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
     for one down projection CN of 229 KB on a 1 MB eyeriss core."""
     start = tiles.get("M", 0) or 1 << 62
     ops = [op for op in prog.ops if not prog.is_view(op)]
-    rows = {op.name: fitting_cut(prog, op, start, budget, elem)[1] for op in ops}
+    streamed = {op.name for op in ops if too_large(prog, op, budget, elem, width)}
+    rows = {op.name: min(start, prog.tensors[op.output].shape[-2]) if op.name in streamed
+            else fitting_cut(prog, op, start, budget, elem)[1] for op in ops}  # fmt: skip
     made = {op.output: op.name for op in ops}
     for op in reversed(ops):  # readers come after their producers
         for k, x in enumerate(op.inputs):
             if x in made and _reads_rows(prog, op, k):
                 rows[made[x]] = min(rows[made[x]], rows[op.name])
-    out = {op.name: _auto_tiles(prog, op, tiles, fitting_cut(prog, op, rows[op.name], budget,
-                                                             elem)) for op in ops}  # fmt: skip
+    out = {op.name: {"M": rows[op.name], "auto_n": width, "streamed": 1}
+           if op.name in streamed else
+           _auto_tiles(prog, op, tiles, fitting_cut(prog, op, rows[op.name], budget, elem))
+           for op in ops}  # fmt: skip
     for op in reversed(ops):  # the heads aligned the same way (_reads_heads)
         heads = out[op.name].get("B")
         for k, x in enumerate(op.inputs):

@@ -115,6 +115,25 @@ def test_rows_align_along_the_program_so_copies_stay_what_is_read():
     assert check(inst, res.solution).ok
 
 
+@pytest.mark.parametrize(("ff", "streams"), [(16384, True), (15872, False)])
+def test_a_gemm_whose_weights_are_too_large_is_streamed(ff, streams):
+    """On stream-hetero (2 MB cores, int8, a 32-wide PE array) the down projection's CN of one
+    input row and 32 columns takes 540 704 bytes at K = 16 384, over a CN's 512 KB share: its
+    CNs are cut at the program's rows and 32 columns and streamed (they hold none of their
+    operands); the other ops' are not. At K = 15 872 that CN takes 523 808 bytes, fits, and
+    nothing is streamed. Either way the list's schedule verifies."""
+    prog = _mlp(64, 512, ff)
+    inst = partition_network(prog, load_arch("stream-hetero"), "stream")
+    down = np.asarray(inst.layer) == [op.name for op in prog.ops].index("down")
+    assert inst.is_streamed[down].all() == streams and not inst.is_streamed[~down].any()
+    w3 = [w for w in inst.dram if w.name.startswith("w3[")]
+    assert all((w.data == ff * 32) == streams for w in w3)
+    if streams:
+        assert (inst.operand_data()[down] == 0).all()
+    res = solve(inst, "list")
+    assert check(inst, res.solution).ok
+
+
 @pytest.mark.parametrize(("t", "ff", "cn", "stationary"), [
     (64, 48, {"N": 16}, False),  # weight and input stay on chip: row blocks first
     (64, 8192, {"N": 128}, True),  # a 4 MB weight again per row block: column blocks first
