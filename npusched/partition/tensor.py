@@ -107,7 +107,7 @@ def fitting_cut(prog: TensorProgram, op: TensorOp, rows: int, budget: float,
     shape = prog.tensors[op.output].shape
     n, k = shape[-1], prog.tensors[op.inputs[0]].shape[-1]
     lead = shape[:-2]
-    rows = min(rows, shape[-2]) if len(shape) > 1 else 1
+    rows = _rows(prog, op, rows)
     whole_n = op.kind in ("softmax", "layernorm", "rmsnorm")
 
     def need(b: int, r: int, c: int) -> int:
@@ -138,6 +138,12 @@ def too_large(prog: TensorProgram, op: TensorOp, budget: float, elem: int, width
     k, n = prog.tensors[op.inputs[0]].shape[-1], prog.tensors[op.output].shape[-1]
     c = min(width, n)
     return (k + k * c + c) * elem > budget
+
+
+def _rows(prog: TensorProgram, op: TensorOp, rows: int) -> int:
+    """At most ``rows`` of ``op``'s output rows (1 for a vector)."""
+    shape = prog.tensors[op.output].shape
+    return min(rows, shape[-2]) if len(shape) > 1 else 1
 
 
 def _chunks(size: int, length: int) -> list[tuple[int, int]]:
@@ -382,10 +388,10 @@ def _weight_stationary(prog: TensorProgram, op: TensorOp, grid: tuple[int, ...],
 
 def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
                    elem: int, width: int = 1) -> dict[str, dict[str, int]]:  # fmt: skip
-    """Each op's automatic tiles (:func:`fitting_cut`, :func:`_auto_tiles`; a ``gemm``
-    that is :func:`too_large` at ``width`` columns: the program's rows, ``width`` columns and
-    ``streamed``), with the rows
-    aligned along the program (fusion along tokens): an op whose rows a reader reads row for
+    """Each op's automatic tiles (:func:`fitting_cut`, :func:`_auto_tiles`; for a ``gemm``
+    that is :func:`too_large` at ``width`` columns, the program's rows, ``width`` columns and
+    ``streamed``), with the rows aligned along the program (fusion along tokens): an op whose
+    rows a reader reads row for
     row (:func:`_reads_rows`) is cut into at most that reader's rows, and the keys and values
     into at most their reader's heads (:func:`_reads_heads`). Without it a reader cut finer
     than its producer (a LLaMA down projection, whose ``K = 14 336`` row takes the memory)
@@ -396,7 +402,7 @@ def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
     start = tiles.get("M", 0) or 1 << 62
     ops = [op for op in prog.ops if not prog.is_view(op)]
     streamed = {op.name for op in ops if too_large(prog, op, budget, elem, width)}
-    rows = {op.name: min(start, prog.tensors[op.output].shape[-2]) if op.name in streamed
+    rows = {op.name: _rows(prog, op, start) if op.name in streamed
             else fitting_cut(prog, op, start, budget, elem)[1] for op in ops}  # fmt: skip
     made = {op.output: op.name for op in ops}
     for op in reversed(ops):  # readers come after their producers
