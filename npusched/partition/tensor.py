@@ -391,12 +391,12 @@ def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
     """Each op's automatic tiles (:func:`fitting_cut`, :func:`_auto_tiles`; for a ``gemm``
     that is :func:`too_large` at ``width`` columns, the program's rows, ``width`` columns and
     ``streamed``), with the rows aligned along the program (fusion along tokens): an op whose
-    rows a reader reads row for
-    row (:func:`_reads_rows`) is cut into at most that reader's rows, and the keys and values
-    into at most their reader's heads (:func:`_reads_heads`). Without it a reader cut finer
-    than its producer (a LLaMA down projection, whose ``K = 14 336`` row takes the memory)
-    reads a slice of each of many producers, and the copies of those producers on its core
-    hold what all of the core's readers read, whole producers
+    rows a reader reads row for row (:func:`_reads_rows`) is cut into at most that reader's
+    rows, and the keys and values into at most their reader's heads (:func:`_reads_heads`).
+    Without it a reader cut finer than its producer (a LLaMA down projection, whose
+    ``K = 14 336`` row takes the memory) reads a slice of each of many producers, and the
+    copies of those producers on its core hold what all of the core's readers read, whole
+    producers
     (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.copy_data`): 2.4 MB of copies
     for one down projection CN of 229 KB on a 1 MB eyeriss core."""
     start = tiles.get("M", 0) or 1 << 62
