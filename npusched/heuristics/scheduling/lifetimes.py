@@ -27,7 +27,6 @@ deadlock even with a route to DRAM).
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -48,7 +47,7 @@ class Lifetimes:
         output: list[int]
         end: list[int]
         mem: list[Profile]
-        order: list[list[tuple[bool, int, int, int]]]  # per core: a heap of every booked lifetime
+        held: list[dict[tuple[int, int], None]]  # per core: its open lifetimes, as booked
         keys: list[tuple[int, int]]
         key_id: dict[tuple[int, int], int]
         pending: dict[tuple[int, int], int]  # consumers and sends still to place
@@ -80,7 +79,7 @@ class Lifetimes:
     def hold(self, key: tuple[int, int], t: int, bits: int) -> None:
         """Lifetime ``key`` takes ``bits`` on its core from ``t`` (a new memory record)."""
         self.mem[key[1]].add(self.key_id[key], t, bits)
-        heapq.heappush(self.order[key[1]], (key[0] >= 0, t, len(self.rec), self.key_id[key]))
+        self.held[key[1]][key] = None
         self.open_rec[key] = len(self.rec)
         self.rec.append([key[1], key[0], bits, t, -1])
 
@@ -88,6 +87,7 @@ class Lifetimes:
         """Lifetime ``key`` ends at ``t`` (its record is closed); a producer's copy that waits
         for it (a partial copy) is used until ``t``."""
         self.mem[key[1]].close(self.key_id[key], t)
+        del self.held[key[1]][key]
         self.rec[self.open_rec.pop(key)][4] = t
         waiting = self.waits.get(key[0])
         if waiting is not None and key[1] in waiting:
@@ -103,23 +103,24 @@ class Lifetimes:
 
     def victims(self, c: int, spare: set[tuple[int, int]],
                 enough: Callable[[], bool]) -> Iterator[tuple[int, int]]:  # fmt: skip
-        """The evictable lifetimes held on core ``c`` outside ``spare``, weights and DRAM
-        tensors before activations, each kind the oldest first (by the start of its lifetime,
-        then by when it was booked), until ``enough()``. They come off a heap of every lifetime
-        booked on the core, which drops the closed ones as it meets them, so a call costs what
-        it evicts and skips, not all that the core holds."""
-        heap, keys, skipped = self.order[c], self.keys, []
-        while heap and not enough():
-            entry = heapq.heappop(heap)
-            key = keys[entry[3]]
-            if self.open_rec.get(key) != entry[2]:
-                continue  # closed (or booked again: a later entry)
-            skipped.append(entry)
-            if key not in spare and self.evictable(key):
-                skipped.pop()
+        """The evictable lifetimes held on core ``c`` outside ``spare``, the least important
+        first (:meth:`importance`; among equals the one booked first), until ``enough()``. A
+        call costs what the core holds."""
+        if enough():
+            return
+        held = [key for key in self.held[c] if key not in spare and self.evictable(key)]
+        for key in sorted(held, key=self.importance):
+            if enough():
+                return
+            if key in self.open_rec:  # (a producer's copy closes once it waits no more)
                 yield key
-        for entry in skipped:
-            heapq.heappush(heap, entry)
+
+    def importance(self, key: tuple[int, int]) -> int:
+        """What evicting lifetime ``key`` costs later, as Stream's current release ranks it:
+        the consumers and sends it still has to serve on its core times the size of the copy
+        held there (a weight tile the row blocks have passed matters less than the input row
+        block the next columns still read)."""
+        return self.pending[key] * self.rec[self.open_rec[key]][2]
 
     def stage(self, c: int, space: int, received: list[tuple[int, int]]) -> None:
         """Room for ``space`` more on core ``c`` while a streamed μop receives its data: the

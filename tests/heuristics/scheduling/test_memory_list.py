@@ -92,6 +92,23 @@ def test_latency_priority_evicts_where_memory_priority_does_not():
     assert calm.makespan(inst) < sched.makespan(inst)
 
 
+def test_eviction_takes_the_data_with_the_least_use_left_not_the_oldest():
+    """Core 0 holds two weights of 4 (room 8): A, read by μops 0, 3 and 4, and B, read by μops
+    1 and 5; the μops form a chain (edges without data). μop 2 needs a third weight, so one of
+    them goes. A came first, but it still has two readers to serve and B one (Stream's
+    importance, uses left times size: 8 against 4), so B is dropped and fetched again for μop
+    5; A stays."""
+    dram = [(4, [0, 3, 4]), (4, [1, 5]), (4, [2])]
+    chain = [(i, i + 1, 0) for i in range(5)]
+    inst = instance([1] * 6, chain, [0] * 6, dram=dram, capacity=[8, 8])
+    sched = memory_list_schedule(inst)
+    assert check(inst, sched).ok and sched.evicts
+    mv = sched.moves
+    assert [MOVE_KINDS[k] for k in mv.kind] == ["refetch"]
+    assert mv.tensor.tolist() == [-2]  # B (DRAM tensor 1), for μop 5
+    assert mv.tend[0] <= sched.start[5]
+
+
 def test_without_a_route_to_dram_activations_stay_and_the_list_can_deadlock():
     """No DRAM core: P1 and P2 fill core 0 (8 + 8 of 16); X and Y, their consumers, each add an
     output of 8 (read by S1, S2). Latency priority places P2 before X; then nothing fits and
