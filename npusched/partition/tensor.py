@@ -12,8 +12,9 @@ add the reduction ``K``. A tiling gives each loop a tile length (:func:`tile_len
   too, never ``K``. Without ``N``, each op's columns are halved until one μop's operands and
   output take at most :data:`MEMORY_SHARE` of the largest core memory (:func:`fitting_cut`:
   a LLaMA MLP's 4 096 × 14 336 weights are cut into column blocks, as Stream's inter-core
-  tiling cuts them over the cores), and where one column's CN alone exceeds it, that op's
-  heads and then its rows first; an op that a reader reads row for row is then cut into at
+  tiling cuts them over the cores) but a ``gemm`` or ``matmul`` not below the PE array's
+  width, and where the narrowest CN alone exceeds it, that op's heads and then its rows
+  first; an op that a reader reads row for row is then cut into at
   most that reader's rows (:func:`_fitting_tiles`), so row blocks still feed row blocks; a
   ``gemm`` numbers its CNs column block first (weight stationary, :class:`_Cut`) where that
   moves fewer bytes off chip (:func:`_weight_stationary`: its weight cannot stay on chip while
@@ -96,14 +97,21 @@ def tile_lengths(prog: TensorProgram, view: MachineView, scheme: str,
 
 
 def fitting_cut(prog: TensorProgram, op: TensorOp, rows: int, budget: float,
-                elem: int) -> tuple[int, int, int]:  # fmt: skip
+                elem: int, width: int = 1) -> tuple[int, int, int]:  # fmt: skip
     """Heads, rows and columns of one CN of ``op`` at ``rows`` rows (the heads: the tile length
-    of each leading dimension). Where even one column's CN exceeds ``budget`` bytes (its input
-    rows alone, or a softmax's rows of every head: LLaMA's 32 heads × 4 096 keys), the heads
-    are halved (rounded up) first, then the rows, until it does not; then ``N`` is halved
-    until the CN's operands and output, ``elem`` bytes each, fit ``budget`` (one head, row
-    and column at the least). Softmax and the norms keep their rows whole along ``N``. A CN
-    that fits at one column keeps its heads and rows."""
+    of each leading dimension). Where even the narrowest CN exceeds ``budget`` bytes (its
+    input rows alone, or a softmax's rows of every head: LLaMA's 32 heads × 4 096 keys), the
+    heads are halved (rounded up) first, then the rows, until it does not; then ``N`` is
+    halved until the CN's operands and output, ``elem`` bytes each, fit ``budget`` (one head
+    and row at the least). Softmax and the norms keep their rows whole along ``N``. A CN that
+    fits at its narrowest keeps its heads and rows.
+
+    The narrowest CN is one column wide, and for a ``gemm`` or ``matmul`` ``width`` columns
+    (the PE array's width, :func:`tensor_instance` gives the first core's ``K`` unroll) or
+    all of them: a narrower tile leaves PEs idle. The up projection of LLaMA-3-8B's MLP at bf16
+    on ``tpu_like_quad_core`` (a 32 × 32 array) was cut into CNs of 43 rows × 14 columns,
+    priced at 20 160 cycles each by the analytic model (122 MACs a cycle); with the floor its
+    rows are halved, and a CN of 22 × 32 takes 3 125 (923 a cycle)."""
     shape = prog.tensors[op.output].shape
     n, k = shape[-1], prog.tensors[op.inputs[0]].shape[-1]
     lead = shape[:-2]
@@ -115,13 +123,14 @@ def fitting_cut(prog: TensorProgram, op: TensorOp, rows: int, budget: float,
             r * c * (len(op.inputs) + 1)
         return math.prod(min(b, d) for d in lead) * per * elem
 
-    heads, one = max(lead, default=1), n if whole_n else 1
+    heads = max(lead, default=1)
+    one = n if whole_n else min(width, n) if op.kind in ("gemm", "matmul") else 1
     while heads > 1 and need(heads, rows, one) > budget:
         heads = -(-heads // 2)
     while rows > 1 and need(heads, rows, one) > budget:
         rows = -(-rows // 2)
-    while not whole_n and n > 1 and need(heads, rows, n) > budget:
-        n = -(-n // 2)
+    while n > one and need(heads, rows, n) > budget:
+        n = max(one, -(-n // 2))
     return heads, rows, n
 
 
@@ -403,7 +412,7 @@ def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
     ops = [op for op in prog.ops if not prog.is_view(op)]
     streamed = {op.name for op in ops if too_large(prog, op, budget, elem, width)}
     rows = {op.name: _rows(prog, op, start) if op.name in streamed
-            else fitting_cut(prog, op, start, budget, elem)[1] for op in ops}  # fmt: skip
+            else fitting_cut(prog, op, start, budget, elem, width)[1] for op in ops}  # fmt: skip
     made = {op.output: op.name for op in ops}
     for op in reversed(ops):  # readers come after their producers
         for k, x in enumerate(op.inputs):
@@ -411,7 +420,7 @@ def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
                 rows[made[x]] = min(rows[made[x]], rows[op.name])
     out = {op.name: {"M": rows[op.name], "auto_n": width, "streamed": 1}
            if op.name in streamed else
-           _auto_tiles(prog, op, tiles, fitting_cut(prog, op, rows[op.name], budget, elem))
+           _auto_tiles(prog, op, tiles, fitting_cut(prog, op, rows[op.name], budget, elem, width))
            for op in ops}  # fmt: skip
     for op in reversed(ops):  # the heads aligned the same way (_reads_heads)
         heads = out[op.name].get("B")

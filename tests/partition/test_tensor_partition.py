@@ -100,6 +100,29 @@ def test_rows_are_cut_where_one_column_does_not_fit():
     assert fitting_cut(prog, up, 64, 2 ** 19, 1)[1] == 64
 
 
+@pytest.mark.parametrize("width", [8, 32, 64])
+def test_a_gemm_cn_is_never_narrower_than_the_array(width):
+    """At 64 columns (the PE array's width) a CN of the up projection does not fit at 64
+    rows: its rows are halved instead of cutting it narrower; at 8 and 32 it fits and keeps
+    them. Its columns are halved no further than ``width``. One column would fit at 64 rows
+    (the cut without the floor)."""
+    prog = _mlp(64, 4096, 14336)
+    up = prog.ops[1]
+    budget = 2 ** 19
+
+    def need(r: int, c: int) -> int:
+        return r * 4096 + 4096 * c + r * c
+
+    _, rows, n = fitting_cut(prog, up, 64, budget, 1, width)
+    assert n >= width and need(rows, n) <= budget
+    if need(64, width) > budget:
+        assert width == 64 and rows < 64 and need(2 * rows, width) > budget
+    else:
+        assert width < 64 and rows == 64
+    assert n == width or need(rows, 2 * n - 1) > budget  # halved until it fits
+    assert fitting_cut(prog, up, 64, budget, 1)[1] == 64
+
+
 def test_rows_align_along_the_program_so_copies_stay_what_is_read():
     """The down projection's 14 336-wide rows cut it into fewer rows than the ops before it; its
     producers are cut into at most its rows (fusion along tokens). Otherwise each of its CNs
