@@ -162,3 +162,40 @@ def test_resident_data_kept_equals_operand_data_after_random_moves(seed):
     for _ in range(40):
         res.move(int(rng.integers(inst.n)), int(rng.integers(inst.m)))
         assert np.array_equal(res.need, inst.operand_data(res.core))
+
+
+def _gemm_cns(capacity):
+    """Six CNs of one GEMM on three cores: CN ``r + 2 c`` is row block ``r`` (input X``r``,
+    30 bytes, read by the three column tiles) of column tile ``c`` (weights W``c``, 24 bytes,
+    read by the two row blocks); every μop may run on every core, taking 5 cycles."""
+    from npusched import Accelerator, SchedulingInstance, UopGraph
+    from npusched.problem.scheduling.routed import DramTensor, Link, RoutedInstance, Topology
+
+    pairs = [(a, b) for a in range(3) for b in range(3) if a != b]
+    links = tuple(Link(k, a, b, 4.0) for k, (a, b) in enumerate(pairs))
+    links += (Link(len(pairs), 9, None, 2.0, offchip=True),)
+    routes = {p: (k,) for k, p in enumerate(pairs)}
+    routes |= {(9, c): (len(pairs),) for c in range(3)} | {(c, 9): (len(pairs),) for c in range(3)}
+    none = np.zeros(0, np.int64)
+    base = SchedulingInstance(UopGraph(np.full(6, 5), none, none, none), Accelerator.identical(3))
+    dram = tuple(DramTensor(f"X{r}", 30, np.array([r, r + 2, r + 4])) for r in range(2))
+    dram += tuple(DramTensor(f"W{c}", 24, np.array([2 * c, 2 * c + 1])) for c in range(3))
+    return RoutedInstance(base, Topology(links, routes, 9), np.ones((6, 3), bool), dram,
+                          capacity=np.array(capacity), layer=np.zeros(6, np.int64))
+
+
+def test_the_weight_allocation_keeps_a_weight_tiles_readers_on_one_core():
+    """Each CN shares its weight tile at 12 bytes a reader and its input rows at 10 (though
+    they are larger), so the weight tiles group the CNs: the three go to three cores. A core
+    whose memory cannot hold a CN's operands (54 bytes) takes none, though it is idle."""
+    from npusched.methods.routed import shared_operand
+
+    inst = _gemm_cns([100, 100, 100])
+    assert shared_operand(inst).tolist() == [2, 2, 3, 3, 4, 4]
+    core = list_cores(inst, "weights")
+    assert core.tolist() == [0, 0, 1, 1, 2, 2]
+    small = _gemm_cns([100, 40, 100])
+    core = list_cores(small, "weights")
+    assert core.tolist() == [0, 0, 2, 2, 0, 0]
+    sched = memory_list_schedule(with_allocation(small, "weights"))
+    assert check(small, sched).ok and not sched.evicts
