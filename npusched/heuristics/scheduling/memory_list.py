@@ -117,8 +117,9 @@ class MemoryDeadlock(RuntimeError):
 
 
 class Abandoned(RuntimeError):
-    """A μop placed by the list ends after the ``stop_above`` it was given: its schedule would be
-    longer than that."""
+    """The list's schedule would end after the ``stop_above`` it was given: a core's μops still
+    to place cannot end before then (a core runs its μops in the order they are placed, each
+    after the last, so the core ends no earlier than where it is now plus their work)."""
 
 
 Needs = list[tuple[int, int, int, bool]]
@@ -162,9 +163,9 @@ def memory_list_schedule(
     """A :class:`RoutedSchedule` that keeps every core within ``inst.capacity`` (see the module
     docstring); ``priority`` is Stream's ``latency`` or ``memory``, or a rank per μop (lower
     first: a plan's order, :mod:`~npusched.heuristics.scheduling.plans`). With ``stop_above``
-    the list raises :class:`Abandoned` as soon as a μop it places ends after that: a caller
-    that keeps the shortest of several schedules need not finish one that is already longer
-    (a μop's end is final once placed, so the makespan can only grow)."""
+    the list raises :class:`Abandoned` as soon as a core's μops still to place cannot end by
+    then: a caller that keeps the shortest of several schedules need not finish one that will
+    be longer (a μop's end is final once placed, and the next on its core starts after it)."""
     if inst.capacity is None:
         raise ValueError("memory-aware scheduling needs an instance with a memory capacity")
     if isinstance(priority, np.ndarray):
@@ -241,6 +242,7 @@ class _Scheduler(Lifetimes):
         self.start = [-1] * n
         self.end = [0] * n
         self.free = [0] * m
+        self.left = np.bincount(self.core, weights=self.dur, minlength=m).astype(np.int64).tolist()
         self.recent: list[deque[int]] = [deque(maxlen=LOOKBACK) for _ in range(m)]
         self.layer = _layers(inst)
         self.priority = priority
@@ -277,8 +279,11 @@ class _Scheduler(Lifetimes):
             cand, needs = self._next(pool)
             i = cand[2]
             self.place(i, needs)
-            if stop_above is not None and self.end[i] > stop_above:
-                raise Abandoned(f"μop {self.g.ids[i]} ends at {self.end[i]}, after {stop_above}")
+            c = self.core_of[i]
+            self.left[c] -= self.dur[i]
+            if stop_above is not None and self.free[c] + self.left[c] > stop_above:
+                raise Abandoned(f"core {c}'s μops end at {self.free[c] + self.left[c]} at the "
+                                f"earliest, after {stop_above}")  # fmt: skip
             for j in g.succs(i).tolist():
                 indeg[j] -= 1
                 ready_at[j] = max(ready_at[j], self.end[i])
