@@ -13,8 +13,9 @@ add the reduction ``K``. A tiling gives each loop a tile length (:func:`tile_len
   output take at most :data:`MEMORY_SHARE` of the largest core memory (:func:`fitting_cut`:
   a LLaMA MLP's 4 096 × 14 336 weights are cut into column blocks, as Stream's inter-core
   tiling cuts them over the cores) but a ``gemm`` or ``matmul`` not below the PE array's
-  width, and where the narrowest CN alone exceeds it, that op's heads and then its rows
-  first; an op that a reader reads row for row is then cut into at
+  width where the cost model prices a narrower CN at :data:`FLOOR_GAIN` times the cycles per
+  MAC (:func:`array_wide`), and where the narrowest CN alone exceeds it, that op's heads and
+  then its rows first; an op that a reader reads row for row is then cut into at
   most that reader's rows (:func:`_fitting_tiles`), so row blocks still feed row blocks; a
   ``gemm`` numbers its CNs column block first (weight stationary, :class:`_Cut`) where that
   moves fewer bytes off chip (:func:`_weight_stationary`: its weight cannot stay on chip while
@@ -52,7 +53,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -108,10 +109,11 @@ def fitting_cut(prog: TensorProgram, op: TensorOp, rows: int, budget: float,
 
     The narrowest CN is one column wide, and for a ``gemm`` or ``matmul`` ``width`` columns
     (the PE array's width, :func:`tensor_instance` gives the first core's ``K`` unroll) or
-    all of them: a narrower tile leaves PEs idle. The up projection of LLaMA-3-8B's MLP at bf16
-    on ``tpu_like_quad_core`` (a 32 × 32 array) was cut into CNs of 43 rows × 14 columns,
-    priced at 20 160 cycles each by the analytic model (122 MACs a cycle); with the floor its
-    rows are halved, and a CN of 22 × 32 takes 3 125 (923 a cycle)."""
+    all of them, where a narrower tile leaves PEs idle (:func:`array_wide` asks the cost
+    model). The up projection of LLaMA-3-8B's MLP at bf16 on ``tpu_like_quad_core`` (a 32 × 32
+    array) was cut into CNs of 43 rows × 14 columns, priced at 20 160 cycles each by the
+    analytic model (122 MACs a cycle); 32 wide its rows are halved, and at 22 rows its
+    narrowest CN, 28 columns, takes 2 880 (876 a cycle)."""
     shape = prog.tensors[op.output].shape
     n, k = shape[-1], prog.tensors[op.inputs[0]].shape[-1]
     lead = shape[:-2]
@@ -132,6 +134,35 @@ def fitting_cut(prog: TensorProgram, op: TensorOp, rows: int, budget: float,
     while n > one and need(heads, rows, n) > budget:
         n = max(one, -(-n // 2))
     return heads, rows, n
+
+
+FLOOR_GAIN = 2.0
+"""How many times the cycles per MAC of a ``gemm`` or ``matmul`` CN cut narrower than the PE
+array must exceed those of the CN one array wide (its rows halved to fit) before the wide one
+is taken (:func:`array_wide`). Halving a GEMM's rows fetches its weight tiles once more per
+row block, at most twice the traffic, so the wide CN is worth it only where it at least halves
+the cycles per MAC. LLaMA-3-8B's up projection at bf16 on ``tpu_like_quad_core``: 122 against
+923 MACs a cycle by the analytic model (wide); its down projection at fp32 on ``klotski-4x4``:
+16 rows × 8 columns against 8 × 16, 18.5 against 20.0 (narrow)."""
+
+Price = Callable[[TensorOp, tuple[int, int, int]], float]
+"""Cycles per MAC of a CN of an op, given as :func:`fitting_cut` gives it (heads, rows,
+columns)."""
+
+
+def array_wide(prog: TensorProgram, op: TensorOp, rows: int, budget: float, elem: int,
+               width: int, price: Price | None) -> tuple[int, int, int]:  # fmt: skip
+    """:func:`fitting_cut` of ``op`` at ``rows``, no narrower than ``width`` columns where
+    ``price`` says so: the array-wide cut where it takes at most :data:`FLOOR_GAIN` times
+    fewer cycles per MAC than the cut one column at the least, else that cut (without
+    ``price``, the array-wide cut)."""
+    narrow = fitting_cut(prog, op, rows, budget, elem)
+    if op.kind not in ("gemm", "matmul") or width <= 1:
+        return narrow
+    wide = fitting_cut(prog, op, rows, budget, elem, width)
+    if wide == narrow or price is None or FLOOR_GAIN * price(op, wide) <= price(op, narrow):
+        return wide
+    return narrow
 
 
 def too_large(prog: TensorProgram, op: TensorOp, budget: float, elem: int, width: int) -> bool:
@@ -321,8 +352,14 @@ def tensor_instance(prog: TensorProgram, view: MachineView, tiles: Mapping[str, 
     n = 0
     budget = MEMORY_SHARE * float(max(view.capacity))
     width = int(view.unroll.get("K", 1))
+    core = view.cores[0]
+
+    def price(op: TensorOp, cut: tuple[int, int, int]) -> float:
+        k = prog.tensors[op.inputs[0]].shape[-1]
+        return model.latency(TileShape("gemm", cut[2], k, 1, cut[1]), core) / (cut[1] * cut[2] * k)
+
     auto = {} if "N" in tiles or "K" in tiles else _fitting_tiles(prog, tiles, budget, elem,
-                                                                   width)  # fmt: skip
+                                                                   width, price)  # fmt: skip
     for op in prog.ops:
         if not prog.is_view(op):
             mine = {**tiles, **auto.get(op.name, {})}
@@ -396,8 +433,9 @@ def _weight_stationary(prog: TensorProgram, op: TensorOp, grid: tuple[int, ...],
 
 
 def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
-                   elem: int, width: int = 1) -> dict[str, dict[str, int]]:  # fmt: skip
-    """Each op's automatic tiles (:func:`fitting_cut`, :func:`_auto_tiles`; for a ``gemm``
+                   elem: int, width: int = 1, price: Price | None = None
+                   ) -> dict[str, dict[str, int]]:  # fmt: skip
+    """Each op's automatic tiles (:func:`array_wide`, :func:`_auto_tiles`; for a ``gemm``
     that is :func:`too_large` at ``width`` columns, the program's rows, ``width`` columns and
     ``streamed``), with the rows aligned along the program (fusion along tokens): an op whose
     rows a reader reads row for row (:func:`_reads_rows`) is cut into at most that reader's
@@ -412,7 +450,8 @@ def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
     ops = [op for op in prog.ops if not prog.is_view(op)]
     streamed = {op.name for op in ops if too_large(prog, op, budget, elem, width)}
     rows = {op.name: _rows(prog, op, start) if op.name in streamed
-            else fitting_cut(prog, op, start, budget, elem, width)[1] for op in ops}  # fmt: skip
+            else array_wide(prog, op, start, budget, elem, width, price)[1]
+            for op in ops}  # fmt: skip
     made = {op.output: op.name for op in ops}
     for op in reversed(ops):  # readers come after their producers
         for k, x in enumerate(op.inputs):
@@ -420,7 +459,8 @@ def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
                 rows[made[x]] = min(rows[made[x]], rows[op.name])
     out = {op.name: {"M": rows[op.name], "auto_n": width, "streamed": 1}
            if op.name in streamed else
-           _auto_tiles(prog, op, tiles, fitting_cut(prog, op, rows[op.name], budget, elem, width))
+           _auto_tiles(prog, op, tiles,
+                       array_wide(prog, op, rows[op.name], budget, elem, width, price))
            for op in ops}  # fmt: skip
     for op in reversed(ops):  # the heads aligned the same way (_reads_heads)
         heads = out[op.name].get("B")

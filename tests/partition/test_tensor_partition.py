@@ -13,7 +13,7 @@ from conftest import SHARED, needs_shared
 from npusched.arch import load_arch
 from npusched.methods import solve
 from npusched.partition.api import partition_network, resolve_network
-from npusched.partition.tensor import fitting_cut
+from npusched.partition.tensor import FLOOR_GAIN, array_wide, fitting_cut
 from npusched.verify import check
 from npusched.workload.tensor import Tensor, TensorOp, TensorProgram
 
@@ -121,6 +121,26 @@ def test_a_gemm_cn_is_never_narrower_than_the_array(width):
         assert width < 64 and rows == 64
     assert n == width or need(rows, 2 * n - 1) > budget  # halved until it fits
     assert fitting_cut(prog, up, 64, budget, 1)[1] == 64
+
+
+def test_the_array_wide_cut_is_taken_where_the_cost_model_says_it_pays():
+    """At 64 columns the up projection's CN must halve its rows (above). The cost model decides:
+    a narrower CN priced at FLOOR_GAIN times the cycles per MAC or more gives the array-wide
+    cut, one priced at less keeps the rows; without a price the array-wide cut."""
+    prog = _mlp(64, 4096, 14336)
+    up = prog.ops[1]
+    wide = fitting_cut(prog, up, 64, 2 ** 19, 1, 64)
+    narrow = fitting_cut(prog, up, 64, 2 ** 19, 1)
+    assert wide[1] < narrow[1] == 64 and wide[2] >= 64 > narrow[2]
+
+    def price(ratio):
+        return lambda op, cut: ratio if cut[2] < 64 else 1.0
+
+    assert array_wide(prog, up, 64, 2 ** 19, 1, 64, price(FLOOR_GAIN)) == wide
+    assert array_wide(prog, up, 64, 2 ** 19, 1, 64, price(FLOOR_GAIN * 0.9)) == narrow
+    assert array_wide(prog, up, 64, 2 ** 19, 1, 64, None) == wide
+    assert array_wide(prog, prog.ops[3], 64, 2 ** 19, 1, 64, price(9.0)) == fitting_cut(
+        prog, prog.ops[3], 64, 2 ** 19, 1)  # an element-wise op has no array width
 
 
 def test_rows_align_along_the_program_so_copies_stay_what_is_read():
