@@ -38,18 +38,18 @@ this order. ``compute`` is not among them: on the Stream bench it was never the 
 def list_cores(instance: RoutedInstance, how: str) -> np.ndarray:
     """A core per μop (:data:`ALLOCATIONS`, and ``compute``): ``compute``, the priority list's
     on the instance's compute-only view (earliest finish with transfer delays, no contention,
-    no memory); ``routed``, the routed
-    list's (:func:`~npusched.heuristics.scheduling.routed_list.routed_list_schedule`: transfers
-    booked on contended links and DRAM tensors fetched over the off-chip port, so a core that
-    already holds a weight finishes its next reader first); ``layers``, one core per layer as
+    no memory); ``routed``, the routed list's
+    (:func:`~npusched.heuristics.scheduling.routed_list.routed_list_schedule`: transfers booked
+    on contended links and DRAM tensors fetched over the off-chip port, so a core that already
+    holds a weight finishes its next reader first); ``layers``, one core per layer as
     Stream allocates (each layer's weights fetched once), the layers by decreasing work each
     to the core where the load it ends with is least (LPT), among the cores all its μops may
     use; ``weights``, one core per weight tile: a layer's μops that share a DRAM operand
     (:func:`shared_operand`) on one core, each such group in μop order to the core where the
     load it ends with is least. Under ``weights`` a GEMM's weight tile is fetched once while
     its row blocks pass and the tiles are dealt over the cores: the LLaMA MLP's list on
-    ``tpu_like_quad_core`` 113 172 840 cycles, against 130 248 785 on one core per layer and
-    175 958 376 on the routed list's (one run)."""
+    ``tpu_like_quad_core`` 104 430 887 cycles, against 125 787 252 on the routed list's,
+    136 720 664 on one core per layer and 241 681 239 on the compute-only list's (one run)."""
     if how == "compute":
         return list_schedule(instance.base, "blevel").core
     if how == "routed":

@@ -65,10 +65,11 @@ Deviations from Stream, and why:
   evicts weights first in first out (§III-E 2); Stream's current release ranks all it holds by
   uses left times size, and so does this list. A GEMM whose weight tiles pass by its input row
   blocks shows why: first in first out drops the row block that every next tile still reads.
-  On the Stream bench's list (one run) the LLaMA MLP on ``tpu_like_quad_core`` went from
-  294 371 202 to 130 248 785 cycles, ResNet-18 on ``simba`` from 31 742 438 to 23 661 576;
-  ranking weights before activations, by importance within each, gave 295 055 818 and
-  29 893 135.
+  On the Stream bench's list (one run, the LLaMA MLP's projections in CNs of 22 × 32, before
+  one core per weight tile was an allocation) the LLaMA MLP on ``tpu_like_quad_core`` went
+  from 294 371 202 to 130 248 785 cycles, ResNet-18 on ``simba`` from 31 742 438 to
+  23 661 576; ranking weights before activations, by importance within each, gave
+  295 055 818 and 29 893 135.
 - **Weights are freed after their last consumer on the core** (their consumers are known, the
   allocation being fixed), where Stream keeps them until evicted: it can only lower the profile.
 - **The allocation is fixed**: Stream's scheduler takes one layer–core allocation (its GA chooses
