@@ -90,19 +90,17 @@ def shared_operand(instance: RoutedInstance) -> np.ndarray:
 def _least_loaded(instance: RoutedInstance, group: np.ndarray, order: np.ndarray, what: str
                   ) -> np.ndarray:  # fmt: skip
     """A core per μop: the groups of μops (``group[i]``: μop ``i``'s) in ``order``, each to
-    the core, among those all its μops may use and whose memory holds each one's own output
-    and DRAM operands (where some core does), where the load it ends with is least (the
-    group's work at each core's latencies)."""
+    the core, among those all its μops may use and whose memory holds each one's operands
+    (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.operand_data` alone on a core;
+    where some core does), where the load it ends with is least (the group's work at each
+    core's latencies)."""
     count = np.bincount(group)
     members = np.argsort(group, kind="stable")
     starts = np.r_[0, np.cumsum(count)[:-1]]
     work = np.add.reduceat(instance.duration[members], starts).tolist()
     ok: np.ndarray = instance.mask
     if instance.capacity is not None:
-        alone = np.asarray(instance.output_data, dtype=np.int64).copy()
-        for tensor in instance.dram:
-            alone[tensor.consumers] += tensor.data
-        alone[instance.is_streamed] = 0
+        alone = instance.operand_data()
         held = np.asarray(ok & (alone[:, None] <= instance.capacity[None, :]))
         some = np.asarray(held.any(axis=1))
         ok = np.where(some[:, None], held, ok)  # else the fit says what overflows
