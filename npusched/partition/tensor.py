@@ -354,9 +354,10 @@ def tensor_instance(prog: TensorProgram, view: MachineView, tiles: Mapping[str, 
     width = int(view.unroll.get("K", 1))
     core = view.cores[0]
 
-    def price(op: TensorOp, cut: tuple[int, int, int]) -> float:
+    def price(op: TensorOp, cut: tuple[int, int, int]) -> float:  # one head's CN
         k = prog.tensors[op.inputs[0]].shape[-1]
-        return model.latency(TileShape("gemm", cut[2], k, 1, cut[1]), core) / (cut[1] * cut[2] * k)
+        shape = _shape(prog, op, ((0, cut[1]), (0, cut[2])), (0, k))
+        return model.latency(shape, core) / (cut[1] * cut[2] * k)
 
     auto = {} if "N" in tiles or "K" in tiles else _fitting_tiles(prog, tiles, budget, elem,
                                                                    width, price)  # fmt: skip
