@@ -29,7 +29,8 @@ class _Resident:
     output on its own core, else :meth:`~RoutedInstance.copy_data` of ``total[p, c]``, what the
     readers of ``p`` on core ``c`` read of it; 0 for a streamed μop. A move changes ``held``
     only for the moved μop's producers and its own output, on the two cores, and the readers
-    there take the difference."""
+    there take the difference (:meth:`changes`). The state is kept in Python lists and dicts:
+    a step reads and writes single entries."""
 
     def __init__(self, inst: RoutedInstance, core: np.ndarray) -> None:
         g, n, m = inst.graph, inst.n, inst.m
@@ -38,57 +39,67 @@ class _Resident:
         read = np.zeros(pair.size, dtype=np.int64)
         np.add.at(read, inv, inst.read_data[data])
         q, p = pair // n, pair % n
-        self.inst, self.m, self.core = inst, m, np.array(core, dtype=np.int64)
-        self.output = np.asarray(inst.output_data, dtype=np.int64)
-        self.streamed = inst.is_streamed
+        self.inst, self.m = inst, m
+        self.core: list[int] = np.asarray(core, dtype=np.int64).tolist()
+        self.output: list[int] = np.asarray(inst.output_data, dtype=np.int64).tolist()
+        self.streamed: list[bool] = inst.is_streamed.tolist()
         self.inputs: list[list[tuple[int, int]]] = [[] for _ in range(n)]  # q: (p, read)
         self.readers: list[dict[int, set[int]]] = [{} for _ in range(n)]  # p: core -> readers
         self.total: defaultdict[int, int] = defaultdict(int)
         for qq, pp, rr in zip(q.tolist(), p.tolist(), read.tolist(), strict=True):
-            c = int(self.core[qq])
+            c = self.core[qq]
             self.inputs[qq].append((pp, rr))
             self.readers[pp].setdefault(c, set()).add(qq)
             self.total[pp * m + c] += rr
-        self.base = self.output.copy()
+        base = np.asarray(inst.output_data, dtype=np.int64).copy()
         for t in inst.dram:
-            self.base[t.consumers] += t.data
-        self.need = np.array(inst.operand_data(self.core), dtype=np.int64)  # as _need gives
+            base[t.consumers] += t.data
+        self.base: list[int] = base.tolist()
+        self.need: list[int] = inst.operand_data(np.asarray(self.core)).tolist()  # as below
 
-    def _held(self, p: int, c: int) -> int:
-        if self.core[p] == c:
-            return int(self.output[p])
-        return int(self.inst.copy_data(p, self.total[p * self.m + c]))
+    def _held(self, p: int, c: int, total: int) -> int:
+        """``held(p, c)`` when the readers of ``p`` on ``c`` read ``total`` of it."""
+        return self.output[p] if self.core[p] == c else self.inst.copy_data(p, total)
 
-    def _need(self, q: int) -> int:
-        if self.streamed[q]:
-            return 0
-        c = int(self.core[q])
-        return int(self.base[q]) + sum(self._held(p, c) for p, _ in self.inputs[q])
+    def changes(self, i: int, k: int) -> tuple[dict[int, int], int]:
+        """What moving μop ``i`` to core ``k`` adds to the resident data of each other μop it
+        changes, and ``i``'s own resident data on ``k``."""
+        a, m, total, readers, streamed = self.core[i], self.m, self.total, self.readers, \
+            self.streamed  # fmt: skip
+        add: dict[int, int] = {}
+
+        def shift(p: int, c: int, d: int) -> None:
+            for q in readers[p].get(c, ()) if d else ():
+                if q != i and not streamed[q]:
+                    add[q] = add.get(q, 0) + d
+
+        own = self.base[i]
+        for p, r in self.inputs[i]:
+            ta, tk = total.get(p * m + a, 0), total.get(p * m + k, 0)
+            shift(p, a, self._held(p, a, ta - r) - self._held(p, a, ta))
+            after = self._held(p, k, tk + r)
+            shift(p, k, after - self._held(p, k, tk))
+            own += after
+        out, copy = self.output[i], self.inst.copy_data
+        shift(i, a, copy(i, total.get(i * m + a, 0)) - out)  # its own copy leaves a
+        shift(i, k, out - copy(i, total.get(i * m + k, 0)))
+        return add, 0 if streamed[i] else own
 
     def move(self, i: int, k: int) -> dict[int, int]:
         """Move μop ``i`` to core ``k``; the previous resident data of the μops it changed."""
-        a = int(self.core[i])
-        old: dict[int, int] = {i: int(self.need[i])}
-
-        def shift(p: int, before: tuple[int, int]) -> None:
-            for c, b in zip((a, k), before, strict=True):
-                d = self._held(p, c) - b
-                for q in self.readers[p].get(c, ()) if d else ():
-                    if q != i and not self.streamed[q]:
-                        old.setdefault(q, int(self.need[q]))
-                        self.need[q] += d
-
+        add, own = self.changes(i, k)
+        a, m, need = self.core[i], self.m, self.need
+        old = {i: need[i]}
+        for q, d in add.items():
+            old[q] = need[q]
+            need[q] += d
+        need[i] = own
         for p, r in self.inputs[i]:
-            before = (self._held(p, a), self._held(p, k))
-            self.total[p * self.m + a] -= r
-            self.total[p * self.m + k] += r
+            self.total[p * m + a] -= r
+            self.total[p * m + k] += r
             self.readers[p][a].discard(i)
             self.readers[p].setdefault(k, set()).add(i)
-            shift(p, before)
-        before = (self._held(i, a), self._held(i, k))
         self.core[i] = k
-        shift(i, before)
-        self.need[i] = self._need(i)
         return old
 
 
@@ -102,22 +113,22 @@ def fit_allocation(instance: RoutedInstance, core: np.ndarray) -> np.ndarray:
     as it is."""
     if instance.capacity is None:
         return core
-    cap, mask = instance.capacity, instance.mask
+    cap = instance.capacity.tolist()
     res = _Resident(instance, core)
-    over = np.maximum(res.need - cap[res.core], 0)
+    over = np.maximum(np.asarray(res.need) - instance.capacity[res.core], 0)
     total = int(over.sum())
     while total > 0:
         i = int(np.argmax(over))
-        a = int(res.core[i])
+        a = res.core[i]
         moves = []
-        for k in np.flatnonzero(mask[i]).tolist():
+        for k in np.flatnonzero(instance.mask[i]).tolist():
             if k == a:
                 continue
-            old = res.move(i, k)
-            delta = sum(max(int(res.need[q]) - int(cap[res.core[q]]), 0) - int(over[q])
-                        for q in old)  # fmt: skip
+            add, own = res.changes(i, k)
+            delta = max(own - cap[k], 0) - int(over[i]) + sum(
+                max(res.need[q] + d - cap[res.core[q]], 0) - int(over[q])
+                for q, d in add.items())  # fmt: skip
             moves.append((total + delta, k))
-            res.move(i, a)
         best = min(moves, default=(total, -1))
         if best[0] >= total:
             cid = instance.accelerator.cores[a].id
@@ -127,6 +138,6 @@ def fit_allocation(instance: RoutedInstance, core: np.ndarray) -> np.ndarray:
                 f"{int(cap[a])}, and no move of a μop to another core lowers the overflow"
             )
         for q in res.move(i, best[1]):
-            over[q] = max(int(res.need[q]) - int(cap[res.core[q]]), 0)
+            over[q] = max(res.need[q] - cap[res.core[q]], 0)
         total = best[0]
-    return res.core
+    return np.array(res.core, dtype=np.int64)

@@ -53,6 +53,8 @@ def test_a_copy_holds_what_its_readers_read_by_hand():
     assert inst.output_data.tolist() == [32, 0, 0, 0]
     assert inst.read_data.tolist() == [8, 16, 24]
     assert inst.copy_data([0, 0, 0], [8, 40, 0]).tolist() == [8, 32, 0]  # capped by the tile
+    assert [inst.copy_data(0, r) for r in (8, 40, 0)] == [8, 32, 0]  # one at a time: ints
+    assert type(inst.copy_data(0, 40)) is int
     held = inst.held_data(core, [0, 0, 0, 0], [0, 1, 1, 1]).tolist()
     assert held == [32, 24, 24, 24]
     moved = inst.held_data(np.array([0, 1, 0, 0]), [0, 0], [0, 1]).tolist()

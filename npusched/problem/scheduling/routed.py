@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -291,6 +291,11 @@ class RoutedInstance:
         return output
 
     @cached_property
+    def _outputs(self) -> list[int]:
+        """:attr:`output_data` as Python ints (:meth:`copy_data` on scalars)."""
+        return list(self.output_data.tolist())
+
+    @cached_property
     def read_data(self) -> IntArray:
         """What each edge's consumer reads of its producer's output: the edge's ``bytes`` when
         the instance gives ``output``, else (Stream's rule: every edge carries the whole
@@ -303,12 +308,20 @@ class RoutedInstance:
         read.setflags(write=False)
         return read
 
-    def copy_data(self, producer: Any, read: Any) -> IntArray:
+    @overload
+    def copy_data(self, producer: int, read: int) -> int: ...
+    @overload
+    def copy_data(self, producer: Any, read: Any) -> IntArray: ...
+
+    def copy_data(self, producer: Any, read: Any) -> Any:
         """**The rule** (module docstring): the copy of producer ``p``'s output on a core other
         than its own holds ``min(output[p], read)``, ``read`` = what its readers there read
         of it (the sum of :attr:`read_data` over the data edges from ``p`` to its consumers on
         that core). Transfers, re-fetches, memory records, operand sizes, bounds and models
-        all size a copy by this function."""
+        all size a copy by this function. On two Python ints, an int (the cost of one
+        comparison, for the loops that size copies one at a time)."""
+        if type(producer) is int and type(read) is int:
+            return min(self._outputs[producer], read)
         return np.minimum(self.output_data[np.asarray(producer, dtype=np.int64)],
                           np.asarray(read, dtype=np.int64))  # fmt: skip
 
