@@ -10,7 +10,8 @@ SwiGLU MLPs, CNNs) on every accelerator of the reference (``tpu_like_quad_core``
 with npusched's own readers (the ONNX import, :mod:`npusched.arch.stream_yaml`), cuts the
 workload into Stream's CNs (``--scheme stream``, the default cut; every tensor at the ONNX
 file's element type, ``--precision workload``, as Stream prices it), schedules it with the
-memory-aware list and with ``joint`` (the routed default) for ``--time-limit`` seconds, verifies
+memory-aware list (its allocations in ``--threads`` processes) and with ``joint`` (the routed
+default, on ``--threads`` threads) for ``--time-limit`` seconds, verifies
 both, and prints per pair: Stream's cycles and wall time, npusched's makespan, its proven bound,
 their wall times, and the ratio to Stream. ``--time-limit stream`` compares at equal time:
 ``joint`` gets what is left of Stream's wall time on the pair after the partition and the list
@@ -125,7 +126,7 @@ def run_pair(workload: Path, hardware: Path, stream: dict[str, Any], time_limit:
                              precision="workload", cost=cost)  # fmt: skip
     t_part = time.perf_counter() - t0
     t1 = time.perf_counter()
-    listed = solve(inst, "list")
+    listed = solve(inst, "list", threads=threads)
     t_list = time.perf_counter() - t1
     t2 = time.perf_counter()
     if time_limit is None:  # Stream's wall time, less what the partition and the list took
@@ -154,14 +155,14 @@ def run_pair(workload: Path, hardware: Path, stream: dict[str, Any], time_limit:
 
 
 def run_list_only(workload: Path, hardware: Path, stream: dict[str, Any],
-                  cost: str = "analytic") -> dict[str, Any]:  # fmt: skip
+                  cost: str = "analytic", threads: int = 1) -> dict[str, Any]:  # fmt: skip
     """A pair Stream finds no allocation for: npusched's memory-aware list alone (DRAM
     streaming and eviction where the weights do not fit on chip), verified."""
     t0 = time.perf_counter()
     inst = partition_network(resolve_network(str(workload)), load_arch(hardware), "stream",
                              precision="workload", cost=cost)  # fmt: skip
     t_part = time.perf_counter() - t0
-    listed = solve(inst, "list")
+    listed = solve(inst, "list", threads=threads)
     ok = listed.solution is not None and check(inst, listed.solution).ok
     return {
         "workload": workload.stem, "hardware": hardware.stem, "uops": inst.n,
@@ -255,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)  # fmt: skip
             continue
         try:
-            row = (run_list_only(onnx, hw, stream, args.cost) if stream.get("stream_failed")
+            row = (run_list_only(onnx, hw, stream, args.cost, args.threads)
+                   if stream.get("stream_failed")
                    else run_pair(onnx, hw, stream, args.time_limit, args.threads, args.seed,
                                  args.cost))  # fmt: skip
         except ValueError as err:  # a CN that fits no core: say so, go on

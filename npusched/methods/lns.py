@@ -266,7 +266,7 @@ def _warm_start(problem: Any, params: LnsParams, ctx: Context) -> Context:
         if not isinstance(warm, kind) or not check(problem, warm).ok:
             raise ValueError(f"an lns warm start must be a feasible {kind.__name__}")
     elif isinstance(problem, RoutedInstance):
-        warm = routed_warm_start(problem, params.priority)
+        warm = routed_warm_start(problem, params.priority, ctx.threads)
     else:
         warm = best_list_schedule(problem)
     history = [_point(problem, warm, ctx)]

@@ -5,21 +5,25 @@ and without memory capacities, and ``joint``'s CP-SAT model of them (``lns`` on 
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from npusched.common.executor import share_memory
 from npusched.formulations.scheduling.routed import RoutedModel
 from npusched.formulations.scheduling.routed_spill import SpillModel, segments_for
 from npusched.heuristics.placement import swap_deltas
 from npusched.heuristics.scheduling.list_scheduling import Priority, list_schedule
 from npusched.heuristics.scheduling.memory_list import (
     Abandoned,
+    Limit,
     MemoryDeadlock,
     memory_list_schedule,
 )
-from npusched.heuristics.scheduling.routed_list import routed_list_schedule
+from npusched.heuristics.scheduling.routed_list import OPEN, routed_list_schedule
 from npusched.methods.fit import fit_allocation
 from npusched.methods.registry import Context, bounded
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
@@ -130,15 +134,18 @@ def with_allocation(instance: RoutedInstance, how: str = "compute") -> RoutedIns
     return dataclasses.replace(instance, preferred=fit_allocation(instance, core))
 
 
-def memory_list_best(instance: RoutedInstance, priority: str) -> RoutedSchedule:
+def memory_list_best(instance: RoutedInstance, priority: str, threads: int = 1) -> RoutedSchedule:
     """The memory-aware list on the instance's allocation or, on a free one, the shortest of
-    its schedules on the :data:`ALLOCATIONS` (:func:`list_cores`). The compute-only list
-    spreads a layer's μops over every core, each fetching the layer's weights again; where the
-    off-chip port is narrow (Stream's ``simba``: 8 bytes a cycle for 36 cores) the allocations
-    that keep weights where they are (one core per weight tile, the routed list's, one core
-    per layer) are several times shorter. A list that becomes longer than the shortest so far is
-    abandoned as it does (:class:`~npusched.heuristics.scheduling.memory_list.Abandoned`): the
-    same answer, sooner.
+    its schedules on the :data:`ALLOCATIONS` (:func:`list_cores`; among equals the first). The
+    compute-only list spreads a layer's μops over every core, each fetching the layer's
+    weights again; where the off-chip port is narrow (Stream's ``simba``: 8 bytes a cycle for
+    36 cores) the allocations that keep weights where they are (one core per weight tile, the
+    routed list's, one core per layer) are several times shorter. A list that becomes longer
+    than the shortest so far is abandoned as it does
+    (:class:`~npusched.heuristics.scheduling.memory_list.Abandoned`): the same answer, sooner.
+    With ``threads`` > 1 the allocations run in that many forked processes, which share the
+    shortest so far (:func:`_in_parallel`): the same schedule, as a list is abandoned only
+    once it is longer than another.
 
     Raises
     ------
@@ -148,32 +155,75 @@ def memory_list_best(instance: RoutedInstance, priority: str) -> RoutedSchedule:
     """
     if instance.fixed_allocation or instance.preferred is not None:
         return memory_list_schedule(with_allocation(instance), priority)
-    best: RoutedSchedule | None = None
-    failed: MemoryDeadlock | ValueError | None = None
-    for how in ALLOCATIONS if instance.layer is not None else ALLOCATIONS[:2]:  # no layers
-        stop = None if best is None else best.makespan(instance)
-        try:  # a list already longer than the best is abandoned (it would not be kept)
-            sched = memory_list_schedule(with_allocation(instance, how), priority, stop)
-        except Abandoned:
-            continue
-        except (MemoryDeadlock, ValueError) as err:
-            failed = failed or err
-            continue
-        if best is None or sched.makespan(instance) < best.makespan(instance):
-            best = sched
-    if best is None:
-        assert failed is not None
+    hows = ALLOCATIONS if instance.layer is not None else ALLOCATIONS[:2]  # no layers
+    if threads > 1 and "fork" in multiprocessing.get_all_start_methods():
+        outcomes = _in_parallel(instance, priority, hows, threads)
+    else:
+        outcomes, shortest = [], None
+        for how in hows:
+            outcomes.append(_allocation_list(instance, how, priority, shortest))
+            if isinstance(outcomes[-1], RoutedSchedule):
+                ms = outcomes[-1].makespan(instance)
+                shortest = ms if shortest is None else min(shortest, ms)
+    scheds = [s for s in outcomes if isinstance(s, RoutedSchedule)]
+    if not scheds:
+        failed = next(e for e in outcomes if not isinstance(e, Abandoned | RoutedSchedule))
         raise MemoryDeadlock(f"no allocation of the list fits the memories: {failed}")
-    return best
+    return min(scheds, key=lambda s: s.makespan(instance))  # the first of the shortest
 
 
-def routed_warm_start(instance: RoutedInstance, priority: Priority) -> RoutedSchedule:
+Outcome = RoutedSchedule | MemoryDeadlock | ValueError | Abandoned
+"""A list on one allocation: its schedule, why none fits, or that it became too long."""
+
+
+def _allocation_list(instance: RoutedInstance, how: str, priority: str,
+                     stop: int | Limit | None) -> Outcome:  # fmt: skip
+    """The memory-aware list on allocation ``how``, abandoned once it is longer than
+    ``stop``."""
+    try:
+        return memory_list_schedule(with_allocation(instance, how), priority, stop)
+    except (MemoryDeadlock, ValueError, Abandoned) as err:
+        return err
+
+
+_WORKER: dict[str, Any] = {}  # a forked process's instance and shared shortest makespan
+
+
+def _in_parallel(instance: RoutedInstance, priority: str, hows: tuple[str, ...],
+                 threads: int) -> list[Outcome]:  # fmt: skip
+    """:func:`_allocation_list` of each allocation in ``hows`` in up to ``threads`` forked
+    processes (the instance is inherited, not copied), which share the shortest makespan so
+    far."""
+    ctx = multiprocessing.get_context("fork")
+    shortest = ctx.Value("q", OPEN)
+    workers = min(threads, len(hows))
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                             initargs=(instance, shortest, workers)) as pool:  # fmt: skip
+        return list(pool.map(_worker_list, hows, [priority] * len(hows)))
+
+
+def _worker_init(instance: RoutedInstance, shortest: Any, workers: int) -> None:
+    share_memory(workers)
+    _WORKER.update(instance=instance, shortest=shortest)
+
+
+def _worker_list(how: str, priority: str) -> Outcome:
+    instance, shortest = _WORKER["instance"], _WORKER["shortest"]
+    out = _allocation_list(instance, how, priority, shortest)
+    if isinstance(out, RoutedSchedule):
+        with shortest.get_lock():
+            shortest.value = min(shortest.value, out.makespan(instance))
+    return out
+
+
+def routed_warm_start(instance: RoutedInstance, priority: Priority, threads: int = 1
+                      ) -> RoutedSchedule:  # fmt: skip
     """The best list schedule on the instance and, when it carries a known allocation (Stream's),
     on that allocation; with memory capacities the memory-aware list's
     (:func:`memory_list_best`)."""
     if instance.capacity is not None:
         try:
-            return memory_list_best(instance, memory_priority(priority))
+            return memory_list_best(instance, memory_priority(priority), threads)
         except MemoryDeadlock as err:
             raise ValueError(f"no warm start within the memories: {err}") from None
     cands = [routed_list_schedule(instance, priority)]

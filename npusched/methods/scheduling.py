@@ -191,7 +191,7 @@ def _warm_start(problem: Any, params: Any, ctx: Context) -> Context:
     warm = ctx.warm_start
     if isinstance(problem, RoutedInstance):
         if warm is None:
-            warm = routed_warm_start(problem, params.priority)
+            warm = routed_warm_start(problem, params.priority, ctx.threads)
         elif not isinstance(warm, RoutedSchedule) or not check(problem, warm).ok:
             raise ValueError("a routed warm start must be a feasible RoutedSchedule")
         problem.lower_bound()  # kept on the instance: no pass over it after a forked solve
@@ -232,7 +232,7 @@ def _run_list(instance: Any, backend: str, params: ListParams, ctx: Context) -> 
     if isinstance(instance, RoutedInstance) and instance.capacity is not None:
         priority = memory_priority(priority)
         try:
-            sched: Schedule | RoutedSchedule = memory_list_best(instance, priority)
+            sched: Schedule | RoutedSchedule = memory_list_best(instance, priority, ctx.threads)
         except MemoryDeadlock as err:  # no room even by evicting: a method failure
             bound = instance.lower_bound()
             return Result(Status.ERROR, "list", "none", None, bound, message=str(err))

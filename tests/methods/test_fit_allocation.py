@@ -10,7 +10,7 @@ from conftest import SHARED, needs_shared
 
 from npusched.arch import load_arch
 from npusched.heuristics.scheduling.list_scheduling import list_schedule
-from npusched.heuristics.scheduling.memory_list import memory_list_schedule
+from npusched.heuristics.scheduling.memory_list import MemoryDeadlock, memory_list_schedule
 from npusched.methods import solve
 from npusched.methods.routed import fit_allocation, list_cores, memory_list_best, with_allocation
 from npusched.partition.api import partition_network, resolve_network
@@ -199,3 +199,36 @@ def test_the_weight_allocation_keeps_a_weight_tiles_readers_on_one_core():
     assert core.tolist() == [0, 0, 2, 2, 0, 0]
     sched = memory_list_schedule(with_allocation(small, "weights"))
     assert check(small, sched).ok and not sched.evicts
+
+
+@pytest.mark.parametrize("s", [(128, 128, 64, 64), (64, 64, 32, 32)])
+def test_the_allocations_in_two_processes_give_the_serial_schedule(s):
+    """With two threads the allocations' lists run in two forked processes that share the
+    shortest makespan so far; the list abandons a longer one as it did in series, so the
+    schedule returned is the serial one, start for start."""
+    inst = fsrcnn(s)
+    serial = memory_list_best(inst, "latency")
+    forked = memory_list_best(inst, "latency", threads=2)
+    assert (forked.start == serial.start).all() and (forked.core == serial.core).all()
+    assert check(inst, forked).ok
+    lists = [memory_list_schedule(with_allocation(inst, how), "latency")
+             for how in ("weights", "routed", "layers")]  # fmt: skip
+    assert serial.makespan(inst) == min(x.makespan(inst) for x in lists)
+    res = solve(inst, "list", threads=2)
+    assert res.objective == serial.makespan(inst) and check(inst, res.solution).ok
+
+
+def test_no_allocation_that_fits_fails_alike_in_two_processes(monkeypatch):
+    """Where no allocation can be fitted to the memories (every one the compute-only list's,
+    as above), the forked lists give the serial failure and its reason."""
+    import npusched.methods.routed as routed
+
+    inst = fsrcnn((128, 128, 32, 32))
+    monkeypatch.setattr(routed, "list_cores",
+                        lambda instance, how: list_schedule(instance.base, "blevel").core)
+    with pytest.raises(MemoryDeadlock) as serial:
+        memory_list_best(inst, "latency")
+    with pytest.raises(MemoryDeadlock) as forked:
+        memory_list_best(inst, "latency", threads=2)
+    assert str(forked.value) == str(serial.value)
+    assert "no move of a μop" in str(serial.value)

@@ -84,7 +84,7 @@ Deviations from Stream, and why:
 from __future__ import annotations
 
 from collections import deque
-from typing import NoReturn
+from typing import NoReturn, Protocol
 
 import numpy as np
 from sortedcontainers import SortedList
@@ -158,15 +158,26 @@ def _layers(inst: RoutedInstance) -> np.ndarray:
     return depth
 
 
+class Limit(Protocol):
+    """A makespan read as it changes (``multiprocessing.Value``: the shortest list so far of
+    several that run in parallel)."""
+
+    @property
+    def value(self) -> int: ...
+
+
 def memory_list_schedule(
-    inst: RoutedInstance, priority: str | np.ndarray = "latency", stop_above: int | None = None
+    inst: RoutedInstance,
+    priority: str | np.ndarray = "latency",
+    stop_above: int | Limit | None = None,
 ) -> RoutedSchedule:
     """A :class:`RoutedSchedule` that keeps every core within ``inst.capacity`` (see the module
     docstring); ``priority`` is Stream's ``latency`` or ``memory``, or a rank per μop (lower
     first: a plan's order, :mod:`~npusched.heuristics.scheduling.plans`). With ``stop_above``
     the list raises :class:`Abandoned` as soon as a core's μops still to place cannot end by
     then: a caller that keeps the shortest of several schedules need not finish one that will
-    be longer (a μop's end is final once placed, and the next on its core starts after it)."""
+    be longer (a μop's end is final once placed, and the next on its core starts after it).
+    A :class:`Limit` is read at every step."""
     if inst.capacity is None:
         raise ValueError("memory-aware scheduling needs an instance with a memory capacity")
     if isinstance(priority, np.ndarray):
@@ -271,8 +282,10 @@ class _Scheduler(Lifetimes):
             return (-int(self.layer[i]), ready, i)
         return (ready, -int(self.layer[i]), i)
 
-    def run(self, stop_above: int | None = None) -> RoutedSchedule:
+    def run(self, stop_above: int | Limit | None = None) -> RoutedSchedule:
         g, n = self.g, self.inst.n
+        shared = None if stop_above is None or isinstance(stop_above, int) else stop_above
+        limit = shared.value if shared is not None else stop_above
         indeg = np.diff(g.pred_ptr).copy()
         ready_at = np.zeros(n, dtype=np.int64)
         pool = SortedList(self.key(i, 0) for i in np.flatnonzero(indeg == 0).tolist())
@@ -282,9 +295,11 @@ class _Scheduler(Lifetimes):
             self.place(i, needs)
             c = self.core_of[i]
             self.left[c] -= self.dur[i]
-            if stop_above is not None and self.free[c] + self.left[c] > stop_above:
+            if shared is not None:
+                limit = shared.value
+            if limit is not None and self.free[c] + self.left[c] > limit:
                 raise Abandoned(f"core {c}'s μops end at {self.free[c] + self.left[c]} at the "
-                                f"earliest, after {stop_above}")  # fmt: skip
+                                f"earliest, after {limit}")  # fmt: skip
             for j in g.succs(i).tolist():
                 indeg[j] -= 1
                 ready_at[j] = max(ready_at[j], self.end[i])
