@@ -15,7 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npusched.heuristics.scheduling.memory_list import memory_list_schedule
-from npusched.problem.scheduling.bounds import ancestor_load_heads, prefetch_bound
+from npusched.problem.scheduling.bounds import (
+    ancestor_load_heads,
+    distinct_pairs,
+    distinct_rows,
+    prefetch_bound,
+)
 from npusched.problem.scheduling.dag import UopGraph
 from npusched.verify import check
 
@@ -164,3 +169,22 @@ def test_the_routed_lower_bound_never_exceeds_a_proven_optimum(seed):
     res = solve(inst, "joint", time_limit=20, threads=2)
     assert res.status is Status.OPTIMAL and check(inst, res.solution).ok
     assert inst.lower_bound() <= res.objective
+
+
+@given(st.integers(0, 40), st.sampled_from([1, 3, 16, 36, 64, 65, 130]), st.data())
+def test_distinct_rows_and_pairs_are_numpys_unique(n, m, data):
+    """The packed and keyed forms give what ``np.unique`` gives on rows and on stacked pairs:
+    the same distinct rows (pairs) in the same order, the same inverse and counts."""
+    mask = np.array(data.draw(st.lists(st.lists(st.booleans(), min_size=m, max_size=m),
+                                       min_size=n, max_size=n)), dtype=bool).reshape(n, m)
+    kinds, of = distinct_rows(mask)
+    want, inv = np.unique(mask, axis=0, return_inverse=True)
+    assert kinds.shape == want.shape and (kinds == want).all()
+    assert of.tolist() == inv.ravel().tolist()
+    a = np.array(data.draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)), dtype=np.int64)
+    b = np.array(data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)), dtype=np.int64)
+    pairs, at, hits = distinct_pairs(a, b, 5)
+    want, inv, counts = np.unique(np.stack([a, b]), axis=1, return_inverse=True,
+                                  return_counts=True)  # fmt: skip
+    assert pairs.tolist() == want.tolist() and at.tolist() == inv.ravel().tolist()
+    assert hits.tolist() == counts.tolist()

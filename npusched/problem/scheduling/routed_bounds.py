@@ -16,6 +16,8 @@ from numpy.typing import NDArray
 
 from npusched.problem.scheduling.bounds import (
     ancestor_load_heads,
+    distinct_pairs,
+    distinct_rows,
     port_bound,
     prefetch_bound,
     window_load_bound,
@@ -90,11 +92,10 @@ def heads_tails(inst: Any) -> tuple[IntArray, IntArray]:
     copy = inst.copy_data(g.src, inst.read_data)  # at least what the consumer reads
     # per distinct row of the mask (one for μops free to run anywhere): the fastest link
     # between the core sets of each pair of rows that an edge joins, and from DRAM into one
-    kinds, of = np.unique(mask, axis=0, return_inverse=True)
-    of = of.ravel()
-    ends, pair_of = np.unique(np.stack([of[g.src], of[g.dst]]), axis=1, return_inverse=True)
+    kinds, of = distinct_rows(mask)
+    ends, pair_of, _ = distinct_pairs(of[g.src], of[g.dst], len(kinds))
     pair = kinds[ends[0]][:, :, None] & kinds[ends[1]][:, None, :]
-    best = np.where(pair, bw[None], 0.0).max(axis=(1, 2))[pair_of.ravel()]
+    best = np.where(pair, bw[None], 0.0).max(axis=(1, 2))[pair_of]
     weight = np.ceil(copy / best - 1e-9)
     if inst.can_write_back:  # or relayed through DRAM: the whole output out, the copy back
         back = max(min(inst.topology.links[x].bandwidth for x in inst.route(k, -1))
