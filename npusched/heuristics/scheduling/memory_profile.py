@@ -41,9 +41,8 @@ class Profile:
             return None
         time, level = self.time, self.level
         j = max(int(np.searchsorted(time, r, side="right")) - 1, 0)
-        suffix = np.maximum.accumulate(level[j:][::-1])[::-1]
-        k = int(np.argmax(suffix <= room))  # exists: the last level is the open bits
-        return r if k == 0 else int(time[j + k])
+        over = np.flatnonzero(level[j:] > room)  # not the last level: the open bits fit
+        return r if over.size == 0 else int(time[j + int(over[-1]) + 1])
 
     def _shift(self, t: int, b: int) -> None:
         """Add ``b`` to the level from ``t`` on."""
