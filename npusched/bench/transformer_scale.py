@@ -7,10 +7,10 @@
 
 For each prefill length (the zoo's ``llama3-8b-prefill-*``): the partition's wall time, its μops
 and edges, then the memory-aware list's wall time and makespan (verified). The list runs only up
-to ``--list-max-uops`` μops (about 1 ms a μop at 1 024 tokens on this machine and 2 ms at
-4 096: the default runs the 1 024-token layer, about 2 minutes; ``--list-max-uops 400000``
-also the 4 096-token one, about 12 minutes and 6 GB); a longer case says so in its row
-instead of a time.
+to ``--list-max-uops`` μops (about 0.3 ms a μop at 1 024 tokens on this machine and 0.7 ms
+at 4 096, with 2 threads: the default runs the 1 024-token layer, under a minute;
+``--list-max-uops 400000`` also the 4 096-token one, about 5 minutes and 6 GB); a longer case
+says so in its row instead of a time.
 
 The list tries its allocations in ``--threads`` forked processes (default 2, this machine's
 cores). Peak memory is the resident peak (``ru_maxrss``) of the process or its largest worker
