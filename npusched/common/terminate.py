@@ -107,6 +107,17 @@ def _after_fork_in_parent() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
+def die_with_parent() -> None:
+    """Linux: this process is killed when its parent ends (``PR_SET_PDEATHSIG``): a process
+    forked to run a solver, a ZigZag call or one of the list's allocations does not run on when
+    the process that started it is stopped. Elsewhere nothing."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+
+
 def _after_fork_in_child() -> None:
     """A forked process takes back SIGTERM's default action and leaves the parent's wakeup pipe
     (the forking thread is the child's main thread, so ``signal`` may be called here). Forked by
@@ -122,10 +133,7 @@ def _after_fork_in_child() -> None:
     if _fork["blocked"]:  # a SIGTERM that came meanwhile ends the child now, by default
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     if _fork["from_main"] and sys.platform.startswith("linux"):
-        import ctypes
-
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+        die_with_parent()
         if os.getppid() != _fork["parent"]:  # the parent ended before the line above
             os.kill(os.getpid(), signal.SIGKILL)
 

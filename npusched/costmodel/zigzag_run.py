@@ -10,6 +10,8 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from npusched.common.terminate import die_with_parent
+
 FIELDS = (
     "latency_total2",
     "latency_total1",
@@ -196,17 +198,8 @@ def attempt(
         return "error", ("failed", f"{type(err).__name__}: {err}")
 
 
-def _die_with_parent() -> None:
-    """Linux: this process is killed when its parent ends (``PR_SET_PDEATHSIG``)."""
-    import ctypes
-    import signal
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-
-
 def _send(conn: Any, fn: Callable[[], Any]) -> None:
-    _die_with_parent()
+    die_with_parent()
     try:
         conn.send(fn())
     except BaseException as err:  # noqa: BLE001 - the parent sees a dead process

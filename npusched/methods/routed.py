@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from npusched.common.executor import share_memory
+from npusched.common.terminate import die_with_parent
 from npusched.formulations.scheduling.routed import RoutedModel
 from npusched.formulations.scheduling.routed_spill import SpillModel, segments_for
 from npusched.heuristics.placement import swap_deltas
@@ -145,7 +146,8 @@ def memory_list_best(instance: RoutedInstance, priority: str, threads: int = 1) 
     (:class:`~npusched.heuristics.scheduling.memory_list.Abandoned`): the same answer, sooner.
     With ``threads`` > 1 the allocations run in that many forked processes, which share the
     shortest so far (:func:`_in_parallel`): the same schedule, as a list is abandoned only
-    once it is longer than another.
+    once it is longer than another. In a daemonic process (a Dask worker), which may not
+    start processes, they run one after the other.
 
     Raises
     ------
@@ -156,7 +158,8 @@ def memory_list_best(instance: RoutedInstance, priority: str, threads: int = 1) 
     if instance.fixed_allocation or instance.preferred is not None:
         return memory_list_schedule(with_allocation(instance), priority)
     hows = ALLOCATIONS if instance.layer is not None else ALLOCATIONS[:2]  # no layers
-    if threads > 1 and "fork" in multiprocessing.get_all_start_methods():
+    if (threads > 1 and "fork" in multiprocessing.get_all_start_methods()
+            and not multiprocessing.current_process().daemon):  # (a Dask worker may not fork)
         outcomes = _in_parallel(instance, priority, hows, threads)
     else:
         outcomes, shortest = [], None
@@ -203,6 +206,7 @@ def _in_parallel(instance: RoutedInstance, priority: str, hows: tuple[str, ...],
 
 
 def _worker_init(instance: RoutedInstance, shortest: Any, workers: int) -> None:
+    die_with_parent()
     share_memory(workers)
     _WORKER.update(instance=instance, shortest=shortest)
 

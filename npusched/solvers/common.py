@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -13,6 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from npusched.common.terminate import die_with_parent
 from npusched.solvers.result import Status, TracePoint
 
 
@@ -63,18 +63,8 @@ class TraceRecorder:
             self.points.append(TracePoint(t, self.incumbent, self.bound))
 
 
-def _die_with_parent() -> None:
-    """Linux: this process is killed when its parent ends (``PR_SET_PDEATHSIG``), so a solver
-    process started by a stopped one does not run on."""
-    import ctypes
-    import signal
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-
-
 def _send(conn: Any, fn: Callable[[], Any]) -> None:
-    _die_with_parent()
+    die_with_parent()
     highspy = sys.modules.get("highspy")
     if highspy is not None:  # the parent's HiGHS thread pool, inherited without its threads,
         highspy.Highs.resetGlobalScheduler(True)  # hangs any solve (PuLP's too): a fresh one

@@ -232,3 +232,22 @@ def test_no_allocation_that_fits_fails_alike_in_two_processes(monkeypatch):
         memory_list_best(inst, "latency", threads=2)
     assert str(forked.value) == str(serial.value)
     assert "no move of a μop" in str(serial.value)
+
+
+def _in_daemon(inst, out):
+    out.put(memory_list_best(inst, "latency", threads=2).start.tolist())
+
+
+def test_two_threads_in_a_daemonic_process_run_the_allocations_in_place():
+    """A daemonic process (a Dask worker) may not start processes: there the allocations run
+    one after the other, with the serial schedule, instead of failing."""
+    import multiprocessing as mp
+
+    inst = fsrcnn((64, 64, 32, 32))
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    proc = ctx.Process(target=_in_daemon, args=(inst, out), daemon=True)
+    proc.start()
+    got = out.get(timeout=60)
+    proc.join(timeout=10)
+    assert got == memory_list_best(inst, "latency").start.tolist()
