@@ -200,9 +200,12 @@ def _in_parallel(instance: RoutedInstance, priority: str, hows: tuple[str, ...],
     ctx = multiprocessing.get_context("fork")
     shortest = ctx.Value("q", OPEN)
     workers = min(threads, len(hows))
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                             initargs=(instance, shortest, workers)) as pool:  # fmt: skip
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                               initargs=(instance, shortest, workers))  # fmt: skip
+    try:
         return list(pool.map(_worker_list, hows, [priority] * len(hows)))
+    finally:  # (on Ctrl-C: back at once, the lists not started are dropped)
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _worker_init(instance: RoutedInstance, shortest: Any, workers: int) -> None:
