@@ -163,7 +163,9 @@ class Limit(Protocol):
     several that run in parallel)."""
 
     @property
-    def value(self) -> int: ...
+    def value(self) -> int:
+        """The makespan now."""
+        ...
 
 
 def memory_list_schedule(
