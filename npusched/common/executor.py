@@ -14,12 +14,24 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 def share_memory(parts: int) -> None:
     """In a worker of a local pool: its share of the address-space limit in force (``npusched
     --memory-limit``, inherited from the parent), so that ``parts`` workers together stay
-    within it."""
+    within it. A forked worker starts with the parent's address space (shared until written),
+    so it gets what it holds now plus its share of the room left: a share of the whole limit
+    could be less than it already holds, and then no allocation would succeed."""
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if soft != resource.RLIM_INFINITY and parts > 1:
-        resource.setrlimit(resource.RLIMIT_AS, (soft // parts, hard))
+        held = address_space()
+        resource.setrlimit(resource.RLIMIT_AS, (held + max(soft - held, 0) // parts, hard))
+
+
+def address_space() -> int:
+    """This process's address space now, bytes (Linux ``/proc/self/statm``; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
 
 
 def local_pool(workers: int | None = None) -> ProcessPoolExecutor:
