@@ -8,6 +8,7 @@ import dataclasses
 import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import numpy as np
@@ -204,6 +205,8 @@ def _in_parallel(instance: RoutedInstance, priority: str, hows: tuple[str, ...],
                                initargs=(instance, shortest, workers))  # fmt: skip
     try:
         return list(pool.map(_worker_list, hows, [priority] * len(hows)))
+    except BrokenProcessPool:  # a worker killed (the kernel's OOM killer): as out of memory
+        raise MemoryError("a process of the list's allocations ended without an answer") from None
     finally:  # (on Ctrl-C: back at once, the lists not started are dropped)
         pool.shutdown(wait=False, cancel_futures=True)
 

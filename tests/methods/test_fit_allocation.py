@@ -251,3 +251,17 @@ def test_two_threads_in_a_daemonic_process_run_the_allocations_in_place():
     got = out.get(timeout=60)
     proc.join(timeout=10)
     assert got == memory_list_best(inst, "latency").start.tolist()
+
+
+def test_a_worker_that_dies_ends_the_list_as_out_of_memory(monkeypatch):
+    """A worker killed under the list (as the kernel's OOM killer would) is a MemoryError, which
+    the command reports as out of memory, not a broken pool's traceback."""
+    import os
+    import signal
+
+    import npusched.methods.routed as routed
+
+    monkeypatch.setattr(routed, "_allocation_list",
+                        lambda *args: os.kill(os.getpid(), signal.SIGKILL))  # fmt: skip
+    with pytest.raises(MemoryError, match="ended without an answer"):
+        memory_list_best(fsrcnn((64, 64, 32, 32)), "latency", threads=2)
