@@ -109,6 +109,7 @@ def arch_to_dict(arch: Arch) -> dict[str, Any]:
                        "bandwidth_bytes_per_cycle": _num(b.bandwidth_bytes_per_cycle)}
                       for b in arch.noc.buses] or None,
             "routers": list(arch.noc.routers) or None,
+            "forwarding": arch.noc.forwarding or None,
             "description": arch.noc.description,
         }
     )
@@ -197,6 +198,7 @@ def arch_from_dict(data: Any, path: str | Path = "<memory>") -> Arch:
                 buses=tuple(Bus(tuple(b["cores"]), b["bandwidth_bytes_per_cycle"])
                             for b in n.get("buses", ())),
                 routers=tuple(n.get("routers", ())),
+                forwarding=bool(n.get("forwarding", False)),
                 description=n.get("description", ""),
             ),
             mesh=(data["mesh"]["rows"], data["mesh"]["cols"]) if "mesh" in data else None,

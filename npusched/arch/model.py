@@ -190,6 +190,10 @@ class NocSpec:
     routers
         Ids of NoC nodes that are not compute cores (Stream's memory cores and its off-chip
         core): links and buses may join them, and routes between cores may pass through them.
+    forwarding
+        Whether a core may send a DRAM tensor it holds to another core over the NoC, in place
+        of that core's fetch from DRAM (the routed instances'
+        :attr:`~npusched.problem.scheduling.routed.RoutedInstance.forward`).
     description
         As stated by the paper.
     """
@@ -205,6 +209,7 @@ class NocSpec:
     bandwidths: tuple[float, ...] = ()
     buses: tuple[Bus, ...] = ()
     routers: tuple[int, ...] = ()
+    forwarding: bool = False
     description: str = ""
 
     def payload_bytes_per_cycle(self) -> float | None:

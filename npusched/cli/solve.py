@@ -141,10 +141,12 @@ def memory_note(inst, solution) -> None:
     limit = "memory enforced" if inst.capacity is not None else "no memory limit modelled"
     print(f"peak {inst.data_unit} resident per core ({limit}): " + ", ".join(parts))
     if solution.moves is not None and solution.moves.size:
-        from npusched.problem.scheduling.routed import EVICT
+        from npusched.problem.scheduling.routed import EVICT, FORWARD
 
-        backs = int((solution.moves.kind == EVICT).sum())
-        print(f"evictions: {backs} write-backs to DRAM, {solution.moves.size - backs} re-fetches")
+        kind = solution.moves.kind
+        backs, sent = int((kind == EVICT).sum()), int((kind == FORWARD).sum())
+        print(f"evictions: {backs} write-backs to DRAM, {kind.size - backs - sent} re-fetches"
+              + (f"; {sent} DRAM tensors forwarded between cores" if sent else ""))
 
 
 def heatmap(inst, solution, path, weighted: bool, title: str) -> None:

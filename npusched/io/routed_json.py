@@ -7,7 +7,8 @@ Columnar per-μop fields (each one entry per μop, in the order of ``uops.id``):
 and ``allowed_cores`` (the allowed core ids of every μop, concatenated; absent when every μop may
 use every core), ``preferred_core``, ``layer``, ``streamed`` (0/1), ``output``. Columnar DRAM
 tensors: ``{"name": [...], "data": [...], "consumer_count": [...], "consumers": [ids,
-concatenated]}``. The topology and the memory capacities have one form.
+concatenated]}``. The topology, the memory capacities and ``forward`` (``true`` where a core
+may forward a DRAM tensor it holds; absent: ``false``) have one form.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def routed_to_dict(inst: RoutedInstance, out: dict[str, Any]) -> dict[str, Any]:
         _uop_rows(inst, out["uops"], core_ids)
     topo = inst.topology
     out["data_unit"] = inst.data_unit
+    if inst.forward:
+        out["forward"] = True
     out["topology"] = {
         "dram_core": topo.dram,
         "hop_latency": topo.hop_latency,
@@ -138,7 +141,7 @@ def routed_from_dict(data: dict[str, Any], base: SchedulingInstance, path: str) 
         topo = Topology(links, routes, topo_data.get("dram_core"), topo_data.get("hop_latency", 0))
         inst = RoutedInstance(
             base, topo, fields.allowed, tensors, data.get("data_unit", "bytes"),
-            fields.preferred,
+            fields.preferred, forward=bool(data.get("forward", False)),
         )  # fmt: skip
     except ValueError as err:
         raise InputError(path, "topology", str(err)) from None

@@ -225,6 +225,24 @@ def _meets(objective: float | None, bound: float | None) -> bool:
     return objective is not None and bound is not None and objective <= bound + 1e-9
 
 
+def _forwarding_bound(problem: Any, result: Result) -> None:
+    """On a routed instance whose cores may forward DRAM tensors
+    (:attr:`~npusched.problem.scheduling.routed.RoutedInstance.forward`), which the exact models
+    do not model, a bound or optimum a model proved holds for its schedules only: the result's
+    bound (and its trace's) is capped by the instance's own lower bound, which holds for
+    forwarded copies too, and a status of optimal stays only where the solution meets it."""
+    floor = float(problem.lower_bound())
+    capped = result.bound is not None and result.bound > floor
+    if capped:
+        result.bound = floor
+        result.message = (result.message + "; " if result.message else "") + (
+            "bound capped at the instance's lower bound: the models do not forward DRAM tensors")
+    result.trace = [dataclasses.replace(p, bound=min(p.bound, floor)) if p.bound is not None
+                    else p for p in result.trace]  # fmt: skip
+    if result.status is Status.OPTIMAL and not _meets(result.objective, floor):
+        result.status = Status.FEASIBLE
+
+
 def _type_names(types: type | tuple[type, ...]) -> str:
     return " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
 
@@ -315,6 +333,8 @@ def solve(
     lost = result.status in (Status.TIME_LIMIT_NO_SOLUTION, Status.ERROR)
     if lost and result.solution is None and ctx.warm_start is not None:
         result = _keep_warm_start(problem, result, ctx.warm_start)
+    if getattr(problem, "forward", False):
+        _forwarding_bound(problem, result)
     if result.status is Status.FEASIBLE and _meets(result.objective, result.bound):
         result.status = Status.OPTIMAL  # a solution at its proven bound is optimal
     result.runtime_s = time.perf_counter() - t0

@@ -38,9 +38,14 @@ from npusched.solvers.result import Result, Status, TracePoint
 
 ALLOCATIONS = ("weights", "routed", "layers")
 """The allocations :func:`memory_list_best` tries on a free allocation (:func:`list_cores`), in
-this order. ``compute`` is not among them: on the Stream bench it was the shortest only on the
-5-CN SwiGLU 1 × 16 × 32 (by 1 and 4 cycles on two accelerators), and it is several times longer
-where memories are tight (it spreads a weight's readers over the cores)."""
+this order, and ``compute`` last where the instance forwards DRAM tensors
+(:attr:`~npusched.problem.scheduling.routed.RoutedInstance.forward`) and they fit on chip
+together (:func:`spread_fits`). Without forwarding
+``compute`` is not among them: on the Stream bench it was the shortest only on the 5-CN SwiGLU
+1 × 16 × 32 (by 1 and 4 cycles on two accelerators), and it is several times longer where
+memories are tight (it spreads a weight's readers over the cores, each fetching it from DRAM).
+With forwarding those readers share one fetch: the SwiGLU 64 × 128 × 256 on ``simba``, 42 316
+cycles on it against 76 695 on the shortest of the others (one run)."""
 
 
 def list_cores(instance: RoutedInstance, how: str) -> np.ndarray:
@@ -76,6 +81,17 @@ def list_cores(instance: RoutedInstance, how: str) -> np.ndarray:
     _, first, group = np.unique(layer * (len(instance.dram) + instance.n) + tile,
                                 return_index=True, return_inverse=True)  # fmt: skip
     return _least_loaded(instance, group, np.argsort(first), "weight tile")
+
+
+def spread_fits(instance: RoutedInstance) -> bool:
+    """Whether the DRAM tensors fit in the cores' memories together (or no memory is set):
+    where they do not, the ``compute`` allocation, which spreads each weight's readers over
+    the cores, keeps copies of every weight on every core and evicts them over and over (the
+    LLaMA MLP on ``tpu_like_quad_core``, 354 MB of weights: 167 822 246 cycles on it against
+    88 427 631 on one core per weight tile, one run)."""
+    if instance.capacity is None:
+        return True
+    return sum(int(t.data) for t in instance.dram) <= int(instance.capacity.sum())
 
 
 def shared_operand(instance: RoutedInstance) -> np.ndarray:
@@ -158,7 +174,9 @@ def memory_list_best(instance: RoutedInstance, priority: str, threads: int = 1) 
     """
     if instance.fixed_allocation or instance.preferred is not None:
         return memory_list_schedule(with_allocation(instance), priority)
-    hows = ALLOCATIONS if instance.layer is not None else ALLOCATIONS[:2]  # no layers
+    hows: tuple[str, ...] = ALLOCATIONS if instance.layer is not None else ALLOCATIONS[:2]
+    if instance.forward and spread_fits(instance):  # a weight's readers share one fetch
+        hows += ("compute",)
     if (threads > 1 and "fork" in multiprocessing.get_all_start_methods()
             and not multiprocessing.current_process().daemon):  # (a Dask worker may not fork)
         outcomes = _in_parallel(instance, priority, hows, threads)

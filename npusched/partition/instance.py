@@ -87,6 +87,7 @@ def routed_instance(
         capacity=view.capacity,
         layer=layout.layer_of(),
         output=output_bytes(layout, elem_bytes, psum_bytes),
+        forward=view.arch.noc.forwarding,
     )
 
 

@@ -415,7 +415,8 @@ def tensor_instance(prog: TensorProgram, view: MachineView, tiles: Mapping[str, 
                                np.array(us)) for (t, box), us in dram.items())  # fmt: skip
     return RoutedInstance(base, view.topology, dram=tensors, data_unit="bytes",
                           capacity=view.capacity, layer=layer, output=output,
-                          streamed=streamed if streamed.any() else None)  # fmt: skip
+                          streamed=streamed if streamed.any() else None,
+                          forward=view.arch.noc.forwarding)  # fmt: skip
 
 
 def _weight_stationary(prog: TensorProgram, op: TensorOp, grid: tuple[int, ...], elem: int,

@@ -9,7 +9,12 @@ import numpy as np
 
 from npusched.plot._figure import finish
 from npusched.problem import Schedule, SchedulingInstance
-from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
+from npusched.problem.scheduling.routed import (
+    FORWARD,
+    RoutedInstance,
+    RoutedSchedule,
+    required_transfers,
+)
 from npusched.verify.scheduling.memory import move_routes
 
 
@@ -30,7 +35,7 @@ def _transfers(
 
 def _link_rows(ax: plt.Axes, inst: RoutedInstance, sched: RoutedSchedule) -> list[str]:
     """One row per link (bus) under the cores: its transfers, DRAM fetches in red, eviction
-    write-backs and re-fetches in purple."""
+    write-backs and re-fetches in purple, DRAM tensors forwarded between cores in green."""
     tr = required_transfers(inst, sched.core)
     topo = inst.topology
     spans = [(route, int(sched.tstart[t]), int(sched.tend[t]),
@@ -38,7 +43,8 @@ def _link_rows(ax: plt.Axes, inst: RoutedInstance, sched: RoutedSchedule) -> lis
              for t, route in enumerate(tr.route) if sched.tstart[t] >= 0]  # fmt: skip
     mv = sched.moves
     if mv is not None:
-        spans += [(route, int(mv.tstart[k]), int(mv.tend[k]), "tab:purple")
+        spans += [(route, int(mv.tstart[k]), int(mv.tend[k]),
+                   "tab:green" if mv.kind[k] == FORWARD else "tab:purple")
                   for k, route in enumerate(move_routes(inst, sched))]  # fmt: skip
     rows: dict[int, list[tuple[int, int, str]]] = {}  # resource -> its bars, in first use
     names: list[str] = []

@@ -48,6 +48,7 @@ class Lifetimes:
         end: list[int]
         mem: list[Profile]
         held: list[dict[tuple[int, int], None]]  # per core: its open lifetimes, as booked
+        holders: dict[int, dict[int, None]]  # DRAM tensor -> cores of its open lifetimes
         keys: list[tuple[int, int]]
         key_id: dict[tuple[int, int], int]
         pending: dict[tuple[int, int], int]  # consumers and sends still to place
@@ -80,6 +81,8 @@ class Lifetimes:
         """Lifetime ``key`` takes ``bits`` on its core from ``t`` (a new memory record)."""
         self.mem[key[1]].add(self.key_id[key], t, bits)
         self.held[key[1]][key] = None
+        if key[0] < 0:
+            self.holders.setdefault(key[0], {})[key[1]] = None
         self.open_rec[key] = len(self.rec)
         self.rec.append([key[1], key[0], bits, t, -1])
 
@@ -88,6 +91,8 @@ class Lifetimes:
         for it (a partial copy) is used until ``t``."""
         self.mem[key[1]].close(self.key_id[key], t)
         del self.held[key[1]][key]
+        if key[0] < 0:
+            del self.holders[key[0]][key[1]]
         self.rec[self.open_rec.pop(key)][4] = t
         waiting = self.waits.get(key[0])
         if waiting is not None and key[1] in waiting:

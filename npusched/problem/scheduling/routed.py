@@ -16,7 +16,13 @@ A :class:`RoutedInstance` is a μop DAG on compute cores (``base``) plus
   ``layer`` index (Stream's memory priority, §III-E), and the ``streamed`` μops whose operands
   stay in DRAM (Stream's ``too_large_operands``: the cost model already charges their off-chip
   traffic in their latency), which take no space on their core;
-- optionally the ``output`` each μop produces (below; default: its largest out-edge).
+- optionally the ``output`` each μop produces (below; default: its largest out-edge);
+- ``forward``: whether a core's copy of a DRAM tensor may come from another core that holds
+  it, over the NoC, in place of the fetch from DRAM (a move of kind ``forward``; Stream's
+  current release sends a tensor from the cores that hold it, ``CommunicationManager``'s
+  multicast plans over several sources). Off by default: the exact models do not model it, so
+  on an instance that allows it their bounds are capped by the instance's own
+  (:meth:`RoutedInstance.lower_bound`, whose terms then hold for forwarded copies too).
 
 **A copy carries what its readers read.** Each μop ``p`` produces ``output[p]`` data units
 (:attr:`RoutedInstance.output_data`): the instance's ``output`` when given, else its largest
@@ -62,6 +68,7 @@ from npusched.problem.scheduling.instance import SchedulingInstance
 from npusched.problem.scheduling.noc import Mesh
 from npusched.problem.scheduling.routed_schedule import (  # noqa: F401 (re-exported)
     EVICT,
+    FORWARD,
     MOVE_KINDS,
     REFETCH,
     Moves,
@@ -206,6 +213,7 @@ class RoutedInstance:
     layer: IntArray | None = None
     streamed: BoolArray | None = None
     output: IntArray | None = None
+    forward: bool = False
 
     def __post_init__(self) -> None:
         n, m = self.base.n, self.base.m

@@ -105,6 +105,8 @@ def heads_tails(inst: Any) -> tuple[IntArray, IntArray]:
         weight = np.minimum(weight, relay)
     weight = np.where(g.bytes > 0, weight, 0).astype(np.int64)
     fastest = np.where(kinds, dram_bw[None], 0.0).max(axis=1)[of]
+    if inst.forward:  # a forwarded copy came out of DRAM into some core first
+        fastest = np.full(inst.n, dram_bw.max())
     head = np.zeros(inst.n, dtype=np.int64)
     for t in inst.dram:
         if t.data > 0 and t.consumers.size:
@@ -126,12 +128,14 @@ def lower_bound(inst: Any) -> int:
       its consumer reads: :meth:`copy_data` of the edge alone) or, where cores can write
       back, its fastest relay through DRAM (the whole output written back, the copy
       fetched again), whichever is shorter, and a μop cannot start
-      before its DRAM tensors can arrive on any of its cores;
+      before its DRAM tensors can arrive on any of its cores (where the instance lets a
+      core forward them: on any core);
     - the load of μops that can run on one core only, and the load after each head and
       before each tail (:func:`~npusched.problem.scheduling.dag.release_load_bound`; with a
       zero threshold, ``⌈Σ fastest latencies / m⌉``), with the heads of the critical path;
     - when all DRAM routes share a link: the DRAM traffic on it (each tensor once per core
-      its consumers are forced onto, at least once, at the route's bandwidth) plus the
+      its consumers are forced onto, at least once, at the route's bandwidth; once where
+      the instance forwards DRAM tensors) plus the
       shortest remaining path of a DRAM consumer: the fetch that ends last still has to be
       consumed;
     - with layers, each μop's head is at least the load of the ancestors found layer by
@@ -165,7 +169,7 @@ def lower_bound(inst: Any) -> int:
             traffic = 0
             for t in used:
                 forced = np.unique(np.argmax(mask[t.consumers], axis=1)[only[t.consumers]])
-                if forced.size:
+                if forced.size and not inst.forward:  # (forwarded: out of DRAM once)
                     traffic += int(np.ceil(t.data / dram_bw[forced] - 1e-9).sum())
                 else:
                     traffic += int(np.ceil(t.data / dram_bw.max() - 1e-9))

@@ -46,28 +46,34 @@ class Residency:
         return t[order], np.cumsum(sign[order])
 
 
-EVICT, REFETCH = 0, 1
-MOVE_KINDS = ("evict", "refetch")
+EVICT, REFETCH, FORWARD = 0, 1, 2
+MOVE_KINDS = ("evict", "refetch", "forward")
 """Kinds of :class:`Moves` (the solution's transfer ``kind``)."""
 
 
 def move_direction_ok(kind: int, tensor: int, src_core: int, dst_core: int) -> bool:
     """A write-back takes an output from a core to DRAM (``-1``); a re-fetch brings a tensor
-    from DRAM to a core."""
+    from DRAM to a core; a forward takes a DRAM tensor from one core to another."""
     if kind == EVICT:
         return tensor >= 0 and src_core >= 0 and dst_core < 0
+    if kind == FORWARD:
+        return tensor < 0 and src_core >= 0 and dst_core >= 0 and src_core != dst_core
     return kind == REFETCH and src_core < 0 and dst_core >= 0
 
 
 @dataclass(frozen=True, eq=False)
 class Moves:
-    """Transfers beyond the required ones, caused by eviction (Stream §III-E): ``kind[t]`` is
-    :data:`EVICT` (an activation written back from core ``src_core[t]`` to DRAM,
-    ``dst_core[t] = -1``) or :data:`REFETCH` (``tensor[t]`` fetched again from DRAM,
-    ``src_core[t] = -1``, into ``dst_core[t]``); ``tensor`` as in :class:`Residency`; each over
-    ``[tstart[t], tend[t])``. A write-back carries the whole output (from a core that holds all
-    of it), a re-fetch the copy its destination holds
-    (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.held_data`)."""
+    """Transfers beyond the required ones, caused by eviction (Stream §III-E) or taking a DRAM
+    tensor from a core that holds it: ``kind[t]`` is :data:`EVICT` (an activation written back
+    from core ``src_core[t]`` to DRAM, ``dst_core[t] = -1``), :data:`REFETCH` (``tensor[t]``
+    fetched again from DRAM, ``src_core[t] = -1``, into ``dst_core[t]``) or :data:`FORWARD` (a
+    DRAM tensor sent from core ``src_core[t]``, which holds it, to ``dst_core[t]``, on an
+    instance that allows it:
+    :attr:`~npusched.problem.scheduling.routed.RoutedInstance.forward`); ``tensor`` as in
+    :class:`Residency`; each over ``[tstart[t], tend[t])``. A write-back carries the whole
+    output (from a core that holds all of it), a re-fetch or a forward the copy its destination
+    holds (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.held_data`). A re-fetch or
+    a forward may replace a required transfer (its window then ``-1``)."""
 
     kind: IntArray
     tensor: IntArray
@@ -81,7 +87,7 @@ class Moves:
 
     @property
     def size(self) -> int:
-        """Number of moves (write-backs and re-fetches)."""
+        """Number of moves (write-backs, re-fetches and forwards)."""
         return int(self.kind.size)
 
     @staticmethod

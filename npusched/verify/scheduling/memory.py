@@ -4,7 +4,8 @@
 A record ``(c, s, b, [α, ω))`` says core ``c`` holds ``b`` units of tensor ``s`` (a producer's
 output, or a DRAM tensor) over ``[α, ω)``. Data *arrives* in a record by the production of ``s``
 on ``c`` (``[start, end)`` of the producer), by the required transfer of ``s`` into ``c``, or by
-a re-fetch from DRAM; it is *ready* from the earliest such arrival's end. The checks:
+a re-fetch from DRAM or a forward from another core; it is *ready* from the earliest such
+arrival's end. The checks:
 
 0. every record holds the size of the copy it is (a copy carries what its readers read,
    :meth:`~npusched.problem.scheduling.routed.RoutedInstance.held_data` under the schedule's
@@ -20,19 +21,20 @@ a re-fetch from DRAM; it is *ready* from the earliest such arrival's end. The ch
 2. every μop that keeps its operands on its core (not ``streamed``) has each of its inputs
    (data producers and DRAM tensors) in a record that is ready by its start and lasts until its
    end;
-3. every send (a required transfer of a buffered output, an eviction write-back) reads a record
-   of its tensor on its source core that is ready by the send's start and lasts until its end;
+3. every send (a required transfer of a buffered output, an eviction write-back, a forward of
+   a DRAM tensor) reads a record of its tensor on its source core that is ready by the send's
+   start and lasts until its end;
    a write-back writes the whole output, so its source core must hold all of it (the
    producer's core, or one whose copy is whole): a partial copy cannot be written back;
 4. an activation is re-fetched only after a write-back of it to DRAM has ended; DRAM tensors
    are always in DRAM;
 5. every move lasts at least ``⌈data / min bandwidth⌉`` on its route (a write-back's data: the
-   whole output; a re-fetch's: the copy its destination holds, as in 0);
+   whole output; a re-fetch's or a forward's: the copy its destination holds, as in 0);
 6. every input of a streamed μop has come by its start: a buffered output of a μop on the
    same core is held over its run (ready by its start, as in 2) or re-fetched by its start;
    data from another core or from DRAM comes by its required transfer (whose timing
    :func:`~npusched.verify.scheduling.routed.verify_routed` checks) or, where a re-fetch
-   replaces that, by a re-fetch that ends by its start.
+   or a forward replaces that, by one that ends by its start.
 
 Capacity over the records is :func:`~npusched.verify.scheduling.routed.over_capacity`'s.
 """
@@ -46,6 +48,7 @@ import numpy as np
 
 from npusched.problem.scheduling.routed import (
     EVICT,
+    FORWARD,
     MOVE_KINDS,
     REFETCH,
     RoutedInstance,
@@ -67,14 +70,15 @@ def move_routes(inst: RoutedInstance, sched: RoutedSchedule) -> list[tuple[int, 
 
 
 def move_bits(inst: RoutedInstance, sched: RoutedSchedule) -> np.ndarray:
-    """The data each eviction move carries: a write-back the producer's whole output, a re-fetch
-    the copy its destination core holds under the schedule's allocation (the DRAM tensor, the
-    whole output into the producer's core, else what the μops there read of it)."""
+    """The data each move carries: a write-back the producer's whole output, a re-fetch or a
+    forward the copy its destination core holds under the schedule's allocation (the DRAM
+    tensor, the whole output into the producer's core, else what the μops there read of
+    it)."""
     mv = sched.moves
     if mv is None:
         return np.zeros(0, dtype=np.int64)
     held = inst.held_data(sched.core, mv.tensor, np.maximum(mv.dst_core, 0))
-    return np.where(mv.kind == REFETCH, held, inst.tensor_data(mv.tensor)).astype(np.int64)
+    return np.where(mv.kind == EVICT, inst.tensor_data(mv.tensor), held).astype(np.int64)
 
 
 def tensor_name(inst: RoutedInstance, s: int) -> str:
@@ -88,6 +92,8 @@ def move_name(inst: RoutedInstance, sched: RoutedSchedule, k: int) -> str:
     cores = inst.accelerator.cores
     a, b = int(mv.src_core[k]), int(mv.dst_core[k])
     where = f"from core {cores[a].id}" if b < 0 else f"to core {cores[b].id}"
+    if a >= 0 and b >= 0:
+        where = f"from core {cores[a].id} to core {cores[b].id}"
     return f"{MOVE_KINDS[int(mv.kind[k])]} of {tensor_name(inst, int(mv.tensor[k]))} {where}"
 
 
@@ -184,7 +190,7 @@ def memory_violations(
         assert mv is not None
         s, c = int(mv.tensor[k]), int(mv.dst_core[k])
         if (
-            mv.kind[k] == REFETCH
+            mv.kind[k] != EVICT
             and not recs.arrive(c, s, int(mv.tstart[k]), int(mv.tend[k]))
             and (s, c) not in passing
         ):
@@ -219,6 +225,9 @@ def memory_violations(
                            f"{int(bits[k])} (what its μops read), and a write-back writes the "
                            "whole output")  # fmt: skip
             written[s] = min(written[s], te)
+        if mv.kind[k] == FORWARD and not recs.serves(a, s, ts, te):
+            bad.append(f"{label}: its data is not resident and ready on core {cores[a].id} "
+                       "while it is sent")  # fmt: skip
         cyc = inst.topology.cycles(int(bits[k]), inst.route(a, int(mv.dst_core[k])))
         if te - ts < cyc:
             bad.append(f"{label} takes {te - ts} cycles, less than {cyc}")
@@ -280,7 +289,7 @@ def _streamed_inputs(
     streamed, mv = inst.is_streamed, sched.moves
     came: dict[tuple[int, int], int] = {}  # (tensor, core) -> end of its first re-fetch there
     if mv is not None:
-        for k in np.flatnonzero(mv.kind == REFETCH).tolist():
+        for k in np.flatnonzero(mv.kind != EVICT).tolist():
             key = (int(mv.tensor[k]), int(mv.dst_core[k]))
             came[key] = min(came.get(key, int(NEVER)), int(mv.tend[k]))
     replaced = {tr.key(t) for t in range(tr.size) if sched.tstart[t] < 0 and sched.tend[t] < 0}

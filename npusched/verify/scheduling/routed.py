@@ -9,7 +9,7 @@ import numpy as np
 
 from npusched.problem.scheduling.routed import (
     EVICT,
-    REFETCH,
+    FORWARD,
     Residency,
     RoutedInstance,
     RoutedSchedule,
@@ -33,8 +33,10 @@ def verify_routed(
     ``⌈data / min bandwidth⌉`` for the copy it carries (what the μops on its destination core
     read of the output: :meth:`~npusched.problem.scheduling.routed.RoutedInstance.copy_data`),
     starting at or after its producer's end (DRAM tensors at or after
-    0) and ending at or before the start of every μop it serves; each link or bus carries one
-    transfer at a time (half-open windows), eviction moves included. A schedule with its own
+    0) and ending at or before the start of every μop it serves (or, in a schedule with memory
+    records, replaced by a re-fetch or, where the instance allows it, a forward from a core
+    that holds the DRAM tensor); each link or bus carries one transfer at a time (half-open
+    windows), moves included. A schedule with its own
     ``memory`` records (one that evicts) is checked against them
     (:func:`~npusched.verify.scheduling.memory.memory_violations`: inputs resident, transfer
     space allocated, write-backs before re-fetches); only instances whose memories can bind
@@ -67,7 +69,7 @@ def verify_routed(
     for t in range(tr.size):
         s, ts, te = int(tr.src[t]), int(sched.tstart[t]), int(sched.tend[t])
         if ts < 0 and te < 0:
-            if tr.key(t) not in refetched:  # else a re-fetch brought the data (records check it)
+            if tr.key(t) not in refetched:  # else a re-fetch or forward brought the data
                 bad.append(f"{name(t)} is needed but not scheduled")
             continue
         if te - ts < tr.cycles[t]:
@@ -82,7 +84,10 @@ def verify_routed(
     if sched.memory is not None:
         bad += memory_violations(inst, sched, tr, name)
     elif sched.evicts:
-        bad.append("the schedule evicts data but records no memory")
+        bad.append("the schedule moves data (evicts or forwards it) but records no memory")
+    if sched.moves is not None and (sched.moves.kind == FORWARD).any() and not inst.forward:
+        bad.append("the schedule forwards DRAM tensors between cores, but the instance does not "
+                   "allow it (its forward is off)")  # fmt: skip
     if sched.moves is not None and (sched.moves.kind == EVICT).any() and not inst.memory_binds:
         bad.append("the schedule writes data back to DRAM, but every core can hold all the data "
                    "at once (an eviction makes room, and there is always room)")  # fmt: skip
@@ -154,11 +159,12 @@ def over_capacity(inst: RoutedInstance, sched: RoutedSchedule) -> list[str]:
 
 
 def _refetched(sched: RoutedSchedule) -> set[tuple[int, int]]:
-    """(tensor, core) pairs a re-fetch brings in, in a schedule with memory records."""
+    """(tensor, core) pairs a re-fetch or a forward brings in, in a schedule with memory
+    records."""
     mv = sched.moves
     if mv is None or sched.memory is None:
         return set()
-    on = mv.kind == REFETCH
+    on = mv.kind != EVICT
     return set(zip(mv.tensor[on].tolist(), mv.dst_core[on].tolist(), strict=True))
 
 
