@@ -30,11 +30,20 @@ off-chip core, and ``core_connectivity``: links (two directed links of one bandw
   its two cores is dropped; a link listed after such a bus is refused, which npusched's NoC
   cannot express (no example does it);
 - **core_memory_sharing** (cores that share one memory, TPU v7's MXUs and VPU with their VMEM):
-  a bus at the shared memory's read bandwidth joins each group, and the memory is split evenly
-  among the group's compute cores (assumptions, listed);
+  where the group's first core is a memory core (the VMEM, its owner) it is linked to each of
+  the group's compute cores, its read and write ports split evenly among them; otherwise a
+  bus at the shared memory's read bandwidth joins the group. The memory is split evenly among
+  the group's compute cores (assumptions, listed). Stream reads the group's cores in place;
+  here data between them moves, at the memory's rate. One bus for the whole group (the reading
+  before) was held by every transfer into the group for the whole transfer, at the rate of its
+  slowest link (a fetch from HBM, or the inter-chip link): on ``tpu_v7_ironwood`` it was the
+  busiest resource of ResNet-18's list, 93 843 → 70 647 cycles with the links (one run);
 - the **DRAM** bandwidth is the off-chip core's top-memory ports, summed (a top-level
   ``bandwidth`` ceiling for one of them replaces its ``bandwidth_max``);
-- **precision**: the first compute core's ``operand_precision.input`` (8 bits where none).
+- **precision**: the first compute core's ``operand_precision.input`` (8 bits where none);
+- **forwarding** on (:attr:`~npusched.arch.NocSpec.forwarding`): a core may send a DRAM
+  tensor it holds to another core, as Stream's current release sends a tensor from the cores
+  that hold it (its ``CommunicationManager`` plans transfers from several sources).
 
 Energy (``unit_energy_cost``, ``r_cost``, …), ``core_coordinates``, ``technology_node`` and
 the memory levels between an operand's register file and the top memory are not modelled.
@@ -101,11 +110,21 @@ def read_stream_accelerator(path: str | Path) -> Arch:
     buses, links, bandwidths = _connectivity(path, data, groups)
     for g in groups:
         top = _top(cores[g[0]])
-        read = _port_bits(top, "read") / 8
-        buses.append(Bus(tuple(g), read))
-        assumptions.append(f"core_memory_sharing {g}: a bus at the shared memory's read "
-                           f"bandwidth ({read:g} B/cycle), and its capacity split evenly "
-                           "among the group's compute cores")  # fmt: skip
+        read, write = _port_bits(top, "read") / 8, _port_bits(top, "write") / 8
+        members = [c for c in g if c in compute]
+        if g[0] in compute:  # no memory core of its own: one bus among the sharers
+            buses.append(Bus(tuple(g), read))
+            assumptions.append(f"core_memory_sharing {g}: a bus at the shared memory's read "
+                               f"bandwidth ({read:g} B/cycle), and its capacity split evenly "
+                               "among the group's compute cores")  # fmt: skip
+            continue
+        for c in members:  # the memory core's ports, split among its compute cores
+            links += [(g[0], c), (c, g[0])]
+            bandwidths += [read / len(members), write / len(members)]
+        assumptions.append(f"core_memory_sharing {g}: memory core {g[0]} linked to each "
+                           f"compute core of the group, its read and write ports ({read:g} "
+                           f"and {write:g} B/cycle) split evenly among them, and its "
+                           "capacity split evenly too")  # fmt: skip
     specs = tuple(_spec(k, cores[k], shares.get(k, 1)) for k in compute)
     try:
         return Arch(
@@ -116,6 +135,7 @@ def read_stream_accelerator(path: str | Path) -> Arch:
             cores=specs,
             noc=NocSpec("links", None, 0, links=tuple(links), bandwidths=tuple(bandwidths),
                         buses=tuple(buses), routers=tuple(k for k in ids if k not in compute),
+                        forwarding=True,
                         description="Stream core_connectivity: links and buses"),
             dram=DramSpec(kind=f"Stream off-chip core {off} ({cores[off]['name']})",
                           bandwidth_bytes_per_cycle=_dram_bits(data, off, cores[off]) / 8,

@@ -32,11 +32,18 @@ def _plain(path):
         files[int(cid)] = yaml.safe_load(f.read_text())
         kinds[int(cid)] = files[int(cid)].get("type", "compute").split(".")[-1]
     carrier = {}
-    for text in data.get("core_memory_sharing", []):  # a bus at the shared memory's read rate
+    for text in data.get("core_memory_sharing", []):
         group = [int(x) for x in text.split(",")]
         top = [m for m in files[group[0]]["memories"].values() if "I1" in m["operands"]][-1]
         bw = max(q["bandwidth_max"] for q in top["ports"] if q["type"] != "write")
-        data["core_connectivity"].append({"type": "bus", "cores": group, "bandwidth": bw})
+        if kinds[group[0]] == "compute":  # a bus at the shared memory's read rate
+            data["core_connectivity"].append({"type": "bus", "cores": group, "bandwidth": bw})
+            continue
+        put = max(q["bandwidth_max"] for q in top["ports"] if q["type"] != "read")
+        sharers = [c for c in group if kinds[c] == "compute"]
+        for c in sharers:  # the memory core's ports split among its compute cores
+            carrier[(group[0], c)] = ("link", bw / len(sharers) / 8)
+            carrier[(c, group[0])] = ("link", put / len(sharers) / 8)
     for e in data["core_connectivity"]:
         for a in e["cores"]:
             for b in e["cores"]:
