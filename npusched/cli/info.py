@@ -63,6 +63,7 @@ def arch_info(arch: Any) -> dict[str, Any]:
         "links": len(topo.links),
         "resources": list(links.values()),
         "routers": list(arch.noc.routers),
+        "forwarding": arch.noc.forwarding,
         "dram": None if d is None else {"kind": d.kind, "node": topo.dram,
                                         "bytes_per_cycle": arch.dram_bytes_per_cycle()},
         "assumptions": list(arch.assumptions),
@@ -207,6 +208,8 @@ def _describe(args: argparse.Namespace, kind: str) -> int:
         print(tabulate(info["resources"], headers="keys"))
         if info["dram"]:
             print("dram:", ", ".join(f"{k} {v}" for k, v in info["dram"].items()))
+        if info["forwarding"]:
+            print("forwarding: a core may send a DRAM tensor it holds to another core")
         for a in info["assumptions"]:
             print("assumed:", a)
         return 0

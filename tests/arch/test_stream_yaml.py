@@ -205,6 +205,7 @@ def test_info_describes_an_accelerator_and_a_network(tmp_path):
     info = json.loads(out.stdout)
     assert [c["pes"] for c in info["cores"]] == [16, 16] and info["dram"]["node"] == 2
     assert [c["unrolling"] for c in info["cores"]] == ["searched"] * 2  # no dataflows
+    assert info["forwarding"] is True  # Stream sends a tensor from the cores that hold it
     # LeNet-5's MACs by hand: 6·28²·25 + 16·10²·150 + 120·400 (conv) + 120·84 + 84·10 (fc)
     out = run_cli("info", "lenet", "--json")
     assert json.loads(out.stdout)["total_macs"] == 117_600 + 240_000 + 48_000 + 10_080 + 840
@@ -213,7 +214,7 @@ def test_info_describes_an_accelerator_and_a_network(tmp_path):
     assert bad.returncode != 0 and "offchip_core_id" in bad.stderr
     assert "Traceback" not in bad.stderr
     table = run_cli("info", path)
-    assert table.returncode == 0 and "bus0" in table.stdout
+    assert table.returncode == 0 and "bus0" in table.stdout and "forwarding:" in table.stdout
 
 
 def test_machine_of_a_links_arch_keeps_its_routes_with_one_bandwidth():
