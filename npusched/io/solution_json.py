@@ -143,9 +143,9 @@ def _routed_transfers(inst: RoutedInstance, sched: RoutedSchedule) -> list[dict[
 
 
 def _move_rows(inst: RoutedInstance, sched: RoutedSchedule) -> list[dict[str, Any]]:
-    """Eviction moves as transfer records with ``"kind": "evict"`` (``src_core`` to the DRAM
-    core) or ``"refetch"`` (``"src": "dram"`` to ``dst_core``), ``tensor`` as in the memory
-    records."""
+    """Moves as transfer records with ``"kind": "evict"`` (``src_core`` to the DRAM core),
+    ``"refetch"`` (``"src": "dram"`` to ``dst_core``) or ``"forward"`` (a DRAM tensor from
+    ``src_core`` to ``dst_core``), ``tensor`` as in the memory records."""
     mv = sched.moves
     if mv is None:
         return []
@@ -417,8 +417,8 @@ def _read_move(
     if any(f not in rec for f in need):
         raise InputError(path, where, f"an eviction move needs {', '.join(map(repr, need))}")
     if rec["kind"] not in MOVE_KINDS:
-        raise InputError(path, f"{where}/kind", f"must be transfer, evict or refetch, got "
-                         f"{rec['kind']!r}")  # fmt: skip
+        raise InputError(path, f"{where}/kind", f"must be transfer, evict, refetch or "
+                         f"forward, got {rec['kind']!r}")  # fmt: skip
     row = [
         MOVE_KINDS.index(rec["kind"]),
         tensors(path, f"{where}/tensor", rec["tensor"]),
@@ -429,7 +429,8 @@ def _read_move(
     ]
     if not move_direction_ok(*row[:4]):
         raise InputError(path, where, "an evict goes from a core to DRAM with an op's output, "
-                         "a refetch from DRAM to a core")  # fmt: skip
+                         "a refetch from DRAM to a core, a forward from a core to another "
+                         "with a DRAM tensor")  # fmt: skip
     try:
         inst.route(row[2], row[3])
     except ValueError as err:

@@ -103,6 +103,13 @@ def test_forward_round_trips_through_the_files(tmp_path):
     fw = [t for t in data["transfers"] if t.get("kind") == "forward"]
     assert len(fw) == 1 and (fw[0]["src_core"], fw[0]["dst_core"]) == (0, 1)
     assert run_cli("verify", path, sol).returncode == 0
+    k = data["transfers"].index(fw[0])
+    bad = json.loads(json.dumps(data))
+    bad["transfers"][k]["src_core"] = 9  # the DRAM core: a forward goes from a core
+    sol.write_text(json.dumps(bad))
+    r = run_cli("verify", path, sol)
+    assert r.returncode == 2 and f"transfers/{k}" in r.stderr
+    assert "a forward from a core" in r.stderr and "Traceback" not in r.stderr
     data["transfers"] = [t for t in data["transfers"] if t.get("kind") != "forward"]
     sol.write_text(json.dumps(data))
     r = run_cli("verify", path, sol)
