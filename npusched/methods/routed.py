@@ -44,8 +44,9 @@ together (:func:`spread_fits`). Without forwarding
 ``compute`` is not among them: on the Stream bench it was the shortest only on the 5-CN SwiGLU
 1 × 16 × 32 (by 1 and 4 cycles on two accelerators), and it is several times longer where
 memories are tight (it spreads a weight's readers over the cores, each fetching it from DRAM).
-With forwarding those readers share one fetch: the SwiGLU 64 × 128 × 256 on ``simba``, 42 316
-cycles on it against 76 695 on the shortest of the others (one run)."""
+With forwarding those readers share one fetch: the SwiGLU 64 × 128 × 256 on ``simba``, 39 788
+cycles on it against 70 551 on one core per weight tile, the shortest of the others (one
+run)."""
 
 
 def list_cores(instance: RoutedInstance, how: str) -> np.ndarray:
@@ -62,7 +63,8 @@ def list_cores(instance: RoutedInstance, how: str) -> np.ndarray:
     load it ends with is least. Under ``weights`` a GEMM's weight tile is fetched once while
     its row blocks pass and the tiles are dealt over the cores: the LLaMA MLP's list on
     ``tpu_like_quad_core`` 104 430 887 cycles, against 125 787 252 on the routed list's,
-    136 720 664 on one core per layer and 241 681 239 on the compute-only list's (one run)."""
+    136 720 664 on one core per layer and 241 681 239 on the compute-only list's (one run,
+    without forwarding; with it 88 427 631, 107 653 251, 136 232 024 and 167 822 246)."""
     if how == "compute":
         return list_schedule(instance.base, "blevel").core
     if how == "routed":
