@@ -1,6 +1,7 @@
 """Growth of the memory-aware list scheduler with the number of μops.
 
     python -m npusched.bench.memory_scaling [--layers 25,50,...,1600] [--width 40] [--evict]
+        [--forward]
 
 Layered random DAGs (``npusched generate layered``: ``--width`` μops a layer) on a 3 × 3 mesh
 with link contention; the allocation is fixed to the routed list's, and every core gets a memory
@@ -14,7 +15,10 @@ With ``--evict`` the mesh also gets a DRAM core behind one off-chip link (half t
 bandwidth, shared by both directions), every block of eight consecutive μops a weight in DRAM
 that all eight read, and every core a memory of just the largest data one μop needs, so that
 the list evicts all the time (weights dropped and fetched again, activations written back); the
-table adds the write-backs and re-fetches.
+table adds the write-backs and re-fetches. With ``--forward`` too, a core may take a weight from
+a core that holds it (:attr:`~npusched.problem.scheduling.routed.RoutedInstance.forward`): each
+copy the list books then also looks at every core holding the weight, and the table adds the
+forwards.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from npusched.heuristics.scheduling.memory_list import memory_list_schedule
 from npusched.heuristics.scheduling.routed_list import routed_list_schedule
 from npusched.problem.scheduling.routed import (
     EVICT,
+    FORWARD,
     REFETCH,
     DramTensor,
     Link,
@@ -40,12 +45,13 @@ from npusched.problem.scheduling.routed import (
 from npusched.verify import check
 
 
-def measure(layers: int, width: int, seed: int = 1, evict: bool = False) -> dict[str, Any]:
+def measure(layers: int, width: int, seed: int = 1, evict: bool = False,
+            forward: bool = False) -> dict[str, Any]:  # fmt: skip
     """One size: the instance, the scheduler's time and whether its schedule verifies."""
     inst = RoutedInstance.from_mesh(layered_dag(layers, width, (3, 3), seed=seed))
     inst = inst.restricted(routed_list_schedule(inst).core)
     if evict:
-        inst = with_dram(inst, np.random.default_rng(seed))
+        inst = replace(with_dram(inst, np.random.default_rng(seed)), forward=forward)
     need = int(inst.operand_data().max())
     inst = replace(inst, capacity=np.full(inst.m, (1 if evict else 6) * max(need, 1)))
     t0 = time.perf_counter()
@@ -55,7 +61,8 @@ def measure(layers: int, width: int, seed: int = 1, evict: bool = False) -> dict
     kinds = sched.moves.kind if sched.moves is not None else np.zeros(0)
     return {"n": inst.n, "edges": inst.graph.num_edges, "s": seconds, "ok": rep.ok,
             "makespan": rep.makespan, "evict": int((kinds == EVICT).sum()),
-            "refetch": int((kinds == REFETCH).sum())}  # fmt: skip
+            "refetch": int((kinds == REFETCH).sum()),
+            "forward": int((kinds == FORWARD).sum())}  # fmt: skip
 
 
 def with_dram(inst: RoutedInstance, rng: np.random.Generator) -> RoutedInstance:
@@ -81,15 +88,15 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
     the time against the previous row."""
     lines = [
         "| μops | edges | seconds | μs per μop | n growth | time growth | write-backs | "
-        "re-fetches | verify |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "re-fetches | forwards | verify |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for k, r in enumerate(rows):
         grow = ("–", "–") if k == 0 else (
             f"{r['n'] / rows[k - 1]['n']:.2f}", f"{r['s'] / max(rows[k - 1]['s'], 1e-9):.2f}"
         )  # fmt: skip
         lines.append(f"| {r['n']} | {r['edges']} | {r['s']:.2f} | {1e6 * r['s'] / r['n']:.0f} | "
-                     f"{grow[0]} | {grow[1]} | {r['evict']} | {r['refetch']} | "
+                     f"{grow[0]} | {grow[1]} | {r['evict']} | {r['refetch']} | {r['forward']} | "
                      f"{'ok' if r['ok'] else 'FAILED'} |")  # fmt: skip
     return lines
 
@@ -115,8 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layers", default="25,50,100,200,400,800,1600")
     p.add_argument("--width", type=int, default=40)
     p.add_argument("--evict", action="store_true", help="DRAM, weights, memories that evict")
+    p.add_argument("--forward", action="store_true",
+                   help="with --evict: cores may forward a weight they hold")  # fmt: skip
     args = p.parse_args(argv)
-    rows = [measure(int(v), args.width, evict=args.evict) for v in args.layers.split(",")]
+    rows = [measure(int(v), args.width, evict=args.evict, forward=args.forward)
+            for v in args.layers.split(",")]  # fmt: skip
     print("\n".join(table(rows)))
     return 0 if all(r["ok"] for r in rows) else 1
 
