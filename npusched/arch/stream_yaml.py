@@ -37,7 +37,8 @@ off-chip core, and ``core_connectivity``: links (two directed links of one bandw
   here data between them moves, at the memory's rate. One bus for the whole group (the reading
   before) was held by every transfer into the group for the whole transfer, at the rate of its
   slowest link (a fetch from HBM, or the inter-chip link): on ``tpu_v7_ironwood`` it was the
-  busiest resource of ResNet-18's list, 93 843 → 70 647 cycles with the links (one run);
+  busiest resource of ResNet-18's list, 93 843 → 70 663 cycles with the links (the Stream
+  bench, one run);
 - the **DRAM** bandwidth is the off-chip core's top-memory ports, summed (a top-level
   ``bandwidth`` ceiling for one of them replaces its ``bandwidth_max``);
 - **precision**: the first compute core's ``operand_precision.input`` (8 bits where none);

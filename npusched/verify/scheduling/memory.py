@@ -214,7 +214,8 @@ def memory_violations(
         label = move_name(inst, sched, k)
         if not move_direction_ok(int(mv.kind[k]), s, a, int(mv.dst_core[k])):
             bad.append(f"{label}: a write-back goes from a core to DRAM with an output, a "
-                       "re-fetch from DRAM to a core")  # fmt: skip
+                       "re-fetch from DRAM to a core, a forward from a core to another with "
+                       "a DRAM tensor")  # fmt: skip
             continue
         if mv.kind[k] == EVICT:
             if not recs.serves(a, s, ts, te):
