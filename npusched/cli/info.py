@@ -49,7 +49,8 @@ def arch_info(arch: Any) -> dict[str, Any]:
              for c, b in zip(arch.cores, cap, strict=True)]  # fmt: skip
     links: dict[int, dict[str, Any]] = {}  # one row per resource: a link, or a bus's links
     for ln, r in zip(topo.links, topo.resource_of.tolist(), strict=True):
-        row = links.setdefault(r, {"resource": r, "links": [], "bytes_per_cycle": ln.bandwidth})
+        row = links.setdefault(r, {"resource": r, "links": [], "bytes_per_cycle": ln.bandwidth,
+                                   "lanes": ln.lanes})
         row["links"].append(ln.name)
     for row in links.values():
         if len(row["links"]) > 2:

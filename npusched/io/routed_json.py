@@ -68,7 +68,7 @@ def routed_to_dict(inst: RoutedInstance, out: dict[str, Any]) -> dict[str, Any]:
         "links": [
             {"id": ln.id, "sender": ln.sender, "receiver": ln.receiver,
              "bandwidth": ln.bandwidth, "bus_id": ln.bus_id, "offchip": ln.offchip,
-             "name": ln.name}
+             "name": ln.name, **({"lanes": ln.lanes} if ln.lanes > 1 else {})}
             for ln in topo.links
         ],  # fmt: skip
         "routes": [
@@ -130,14 +130,15 @@ def routed_from_dict(data: dict[str, Any], base: SchedulingInstance, path: str) 
     columnar = isinstance(data["uops"], dict)
     fields = (_fields_from_columns if columnar else _fields_from_rows)(data["uops"], base, path)
     topo_data = data["topology"]
-    links = tuple(
-        Link(ln["id"], ln["sender"], ln.get("receiver"), ln["bandwidth"], ln.get("bus_id", -1),
-             ln.get("offchip", False), ln.get("name", ""))
-        for ln in topo_data["links"]
-    )  # fmt: skip
     routes = {(r["src"], r["dst"]): tuple(r["links"]) for r in topo_data["routes"]}
     tensors = _dram_tensors(data.get("dram_tensors", []), base, path)
     try:
+        links = tuple(
+            Link(ln["id"], ln["sender"], ln.get("receiver"), ln["bandwidth"],
+                 ln.get("bus_id", -1), ln.get("offchip", False), ln.get("name", ""),
+                 ln.get("lanes", 1))
+            for ln in topo_data["links"]
+        )  # fmt: skip
         topo = Topology(links, routes, topo_data.get("dram_core"), topo_data.get("hop_latency", 0))
         inst = RoutedInstance(
             base, topo, fields.allowed, tensors, data.get("data_unit", "bytes"),

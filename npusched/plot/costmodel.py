@@ -46,8 +46,9 @@ def layer_costs(
 
 
 def busy_shares(inst: RoutedInstance, sched: RoutedSchedule) -> dict[str, np.ndarray]:
-    """Each core's busy share of the makespan, and each link resource's (a bus counted once):
-    ``cores``, ``links`` (NoC) and ``dram`` (the off-chip channels)."""
+    """Each core's busy share of the makespan, and each link resource's (a bus counted once, a
+    link of ``P`` lanes busy by the share of its lanes): ``cores``, ``links`` (NoC) and
+    ``dram`` (the off-chip channels)."""
     ms = max(1, sched.makespan(inst))
     busy = np.bincount(sched.core, weights=inst.duration[np.arange(inst.n), sched.core],
                        minlength=inst.m)  # fmt: skip
@@ -64,6 +65,7 @@ def busy_shares(inst: RoutedInstance, sched: RoutedSchedule) -> dict[str, np.nda
     for route, a, b in spans:
         for r in {int(topo.resource_of[x]) for x in route}:
             res[r] += b - a
+    res /= topo.lanes
     off = np.zeros(topo.num_resources, dtype=bool)
     for k, ln in enumerate(topo.links):
         off[topo.resource_of[k]] |= ln.offchip

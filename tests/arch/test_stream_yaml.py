@@ -117,6 +117,24 @@ def test_shared_memory_is_split_and_joined_by_a_bus():
 
 
 @needs_shared
+@pytest.mark.parametrize("path", sorted(HW.glob("*.yaml")) if HW.is_dir() else [],
+                         ids=lambda p: p.stem)  # fmt: skip
+def test_the_dram_port_carries_as_many_transfers_as_its_bandwidth_holds(path):
+    """The off-chip port's lanes times the fastest rate of a route through it stay within its
+    bandwidth, and one more lane would not (TPU v7: four HBM links of 1 675 B per cycle under a
+    port of 6 700; a port as slow as its links has one lane)."""
+    topo = machine_topology(load_arch(path))
+    (port,) = [k for k, ln in enumerate(topo.links) if ln.offchip]
+    ways = [r for (a, b), r in topo.routes.items() if topo.dram in (a, b)]
+    assert all(port in r for r in ways)
+    rate = max(min(topo.links[k].bandwidth for k in r) for r in ways)
+    lanes, bw = topo.links[port].lanes, topo.links[port].bandwidth
+    assert lanes * rate <= bw + 1e-9 and ((lanes + 1) * rate > bw or lanes == 1 and rate >= bw)
+    if path.stem == "tpu_v7_ironwood":
+        assert lanes == 4
+
+
+@needs_shared
 def test_arch_json_round_trip_keeps_buses_routers_and_dram_node():
     arch = load_arch(HW / "tpu_v7_ironwood.yaml")
     again = arch_from_dict(json.loads(json.dumps(arch_to_dict(arch))))

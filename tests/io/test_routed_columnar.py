@@ -16,10 +16,11 @@ from npusched.problem.scheduling.routed import DramTensor, Link, RoutedInstance,
 
 
 def chain(n: int, fixed: bool = True) -> RoutedInstance:
-    """``n`` μops in a chain on two cores with a DRAM core 9, each reading 8 of its
-    predecessor's 16 units; every tenth μop reads a DRAM tensor; alternate cores when
-    ``fixed``, else free."""
-    links = (Link(0, 0, 1, 4.0), Link(1, 1, 0, 4.0), Link(2, 9, None, 2.0, offchip=True))
+    """``n`` μops in a chain on two cores with a DRAM core 9 (its port of two lanes), each
+    reading 8 of its predecessor's 16 units; every tenth μop reads a DRAM tensor; alternate
+    cores when ``fixed``, else free."""
+    links = (Link(0, 0, 1, 4.0), Link(1, 1, 0, 4.0),
+             Link(2, 9, None, 2.0, offchip=True, lanes=2))  # fmt: skip
     routes = {(0, 1): (0,), (1, 0): (1,), (9, 0): (2,), (9, 1): (2,), (0, 9): (2,), (1, 9): (2,)}
     i = np.arange(n - 1)
     g = UopGraph(np.full(n, 3), i, i + 1, np.full(n - 1, 8), tuple(f"u{k}" for k in range(n)))
@@ -46,6 +47,7 @@ def same(a: RoutedInstance, b: RoutedInstance) -> None:
     ]
     assert np.array_equal(a.graph.src, b.graph.src) and np.array_equal(a.graph.bytes, b.graph.bytes)
     assert a.topology.routes == b.topology.routes and a.topology.dram == b.topology.dram
+    assert a.topology.links == b.topology.links  # lanes included
 
 
 @pytest.mark.parametrize("fixed", [True, False])
@@ -91,6 +93,14 @@ def test_bad_columns_name_their_field(change, field):
     with pytest.raises(InputError) as err:
         instance_from_dict(doc, "bad.json")
     assert err.value.field == field and err.value.path == "bad.json"
+
+
+def test_lanes_on_a_bus_are_refused():
+    doc = json.loads(json.dumps(instance_to_dict(chain(40), compact=True), default=_plain))
+    doc["topology"]["links"][0].update(bus_id=0, lanes=2)
+    with pytest.raises(InputError, match="lanes must be 1 on a bus") as err:
+        instance_from_dict(doc, "bad.json")
+    assert err.value.field == "topology"
 
 
 def test_routed_columns_without_a_topology_are_refused():

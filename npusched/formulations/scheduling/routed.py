@@ -85,7 +85,9 @@ class RoutedModel:
         self.running: dict[int, list[tuple[Any, int]]] = defaultdict(list)
         self.relays: dict[tuple[int, int], Any] = {}  # (producer, core) -> relay literal
         self._relay_on = relay
-        self.lanes, self.classes = dict(lanes or {}), tuple(tuple(c) for c in classes)
+        self.lanes = {r: k for r, k in enumerate(inst.topology.lanes.tolist()) if k > 1}
+        self.lanes.update(lanes or {})  # (a relaxation's own, over its links)
+        self.classes = tuple(tuple(c) for c in classes)
         self.floor = inst.lower_bound() if floor is None else int(floor)
         self.units = None if units is None else np.asarray(units, dtype=np.int64)
         self.model = cp_model.CpModel()

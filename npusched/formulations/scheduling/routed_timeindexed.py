@@ -101,18 +101,20 @@ class RoutedTimeIndexed:
             per[k].append((v, int(self.inst.duration[i, k])))
         self._one_at_a_time("cores", per)
 
-    def _one_at_a_time(self, family: str, per: dict[int, list[tuple[np.ndarray, int]]]) -> None:
+    def _one_at_a_time(self, family: str, per: dict[int, list[tuple[np.ndarray, int]]],
+                       lanes: Any = None) -> None:  # fmt: skip
         """For each resource of ``per`` (its intervals: start columns and a length): at most one
-        runs at each instant."""
+        runs at each instant, at most ``lanes[r]`` on resource ``r`` with lanes."""
         lm = self.lm.family(family)
-        for items in per.values():
-            if len(items) < 2:
+        for r, items in per.items():
+            cap = 1 if lanes is None else int(lanes[r])
+            if len(items) <= cap:
                 continue
             for t in range(self.H):
                 idx = [v[max(0, t - ln + 1): t + 1] for v, ln in items if ln > 0]
                 cols = np.concatenate([c for c in idx if c.size] or [np.zeros(0, np.int64)])
-                if cols.size > 1:
-                    lm.add_row(cols, np.ones(cols.size), ub=1)
+                if cols.size > cap:
+                    lm.add_row(cols, np.ones(cols.size), ub=cap)
 
     def _prefix_leq(self, family: str, late: np.ndarray, early: np.ndarray, shift: int,
                     cond: np.ndarray | None = None) -> None:  # fmt: skip
@@ -192,16 +194,16 @@ class RoutedTimeIndexed:
                     self._prefix_leq("consumer_after_fetch", xq, w, self.length[(src, -1, c)])
 
     def _links(self) -> None:
-        """One transfer at a time on each link (bus).
+        """One transfer at a time on each link (bus), ``P_ℓ`` on a link with lanes.
 
         .. math:: \\sum_{\\tau: \\ell \\in route(\\tau)} \\sum_{t - L_\\tau < s \\le t}
-                  y_{\\tau s} \\le 1 \\quad \\forall \\ell, t
+                  y_{\\tau s} \\le P_\\ell \\quad \\forall \\ell, t
         """
         inst, per = self.inst, defaultdict(list)
         for (src, a, c), y in self.y.items():
             for r in {int(inst.topology.resource_of[x]) for x in inst.route(a, c)}:
                 per[r].append((y, self.length[(src, a, c)]))
-        self._one_at_a_time("links", per)
+        self._one_at_a_time("links", per, inst.topology.lanes)
 
     def _makespan(self) -> None:
         """.. math:: T \\ge \\sum_{k,t} (t + d_{ik})\\, x_{ikt} \\quad \\forall i"""

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from npusched.heuristics.scheduling.memory_profile import Profile
-from npusched.heuristics.scheduling.routed_list import Timeline, earliest
+from npusched.heuristics.scheduling.routed_list import Line, earliest
 from npusched.problem.scheduling.routed import EVICT, RoutedInstance
 
 
@@ -64,8 +64,7 @@ class Lifetimes:
         partial: set[tuple[int, int]]
         stuck: set[tuple[int, int]]
         back: list[tuple[int, ...]] | None  # each core's resources to DRAM (None: no route)
-        lines: list[Timeline]
-        none: dict[int, Timeline]
+        lines: list[Line]
         moves: list[tuple[int, int, int, int, int, int]]
         streamed: np.ndarray
 
@@ -144,6 +143,59 @@ class Lifetimes:
             return True
         return self.back is not None and key not in self.stuck
 
+    def relay(self, s: int, c: int, at: int, bits: int, direct: int,
+              fetch: tuple[int, ...]) -> tuple[int, int] | None:  # fmt: skip
+        """The copy of producer ``s``'s output for core ``c`` (``bits``, into ``c``'s memory
+        from ``at``) through DRAM, where its route there is slower on idle links than the trip
+        through DRAM and that ends before ``direct`` (the end of the send over the NoC): the
+        output written back from the producer's core (once; its copy there is read over the
+        write-back), then fetched over ``fetch`` (the resources from DRAM to ``c``). A
+        chip-to-chip link slower than two trips to DRAM (TPU v7's ICI against its HBM) then
+        carries nothing; a link merely busy at the moment keeps its send. Only where the
+        memories bind: on an instance whose cores hold all its data nothing is written back
+        (verify's rule, which the exact models' optimality rests on); and never sooner after
+        the producer's end than the base instance's delay (:meth:`delay`). Returns the fetch's
+        start and cycles, its write-back booked, or ``None`` (not sooner: nothing is
+        booked)."""
+        a, inst = self.core_of[s], self.inst
+        home = (s, a)
+        if self.back is None or home not in self.open_rec or not inst.memory_binds:
+            return None
+        topo = inst.topology
+        cyc = topo.cycles(bits, inst.route(-1, c))
+        ready, booked = self.in_dram.get(s), None
+        w = 0 if ready is not None else topo.cycles(self.output[s], inst.route(a, -1))
+        if topo.cycles(bits, inst.route(a, c)) <= w + cyc:  # the NoC is as fast when idle
+            return None
+        if ready is None:
+            if max(at, self.end[s] + w) + cyc >= direct:  # (cannot be sooner)
+                return None
+            t_w = earliest(self.lines, self.back[a], self.end[s], w)
+            booked = [(x, self.lines[x].add(t_w, w)) for x in self.back[a]]
+            ready = t_w + w
+        elif max(at, ready) + cyc >= direct:
+            return None
+        t = earliest(self.lines, fetch, max(at, ready, self.end[s] + self.delay(a, c, bits) - cyc),
+                     cyc)  # fmt: skip
+        if t + cyc >= direct:
+            for x, lane in booked or ():
+                self.lines[x].remove(t_w, w, lane)
+            return None
+        if booked is not None:
+            self.moves.append((EVICT, s, a, -1, t_w, ready))
+            self.last_use[home] = max(self.last_use[home], ready)
+            self.in_dram_from(s, ready)
+        return t, cyc
+
+    def delay(self, a: int, c: int, bits: int) -> int:
+        """The base instance's delay for ``bits`` from core ``a`` to ``c`` (Klotski's hops on a
+        mesh; 0 without one): no copy arrives sooner after its producer ends, however it
+        comes (verify's precedence rule)."""
+        acc = self.inst.accelerator
+        if not acc.has_comm_delays:
+            return 0
+        return int(acc.comm_delay(acc.hops()[a, c], np.array([bits]))[0])
+
     def from_dram(self, p: int, c: int) -> bool:
         """A first copy of producer ``p``'s output for core ``c`` comes from DRAM: the
         producer's own copy is evicted, or the required send was replaced by a re-fetch that
@@ -168,7 +220,7 @@ class Lifetimes:
             ready = self.end[s] if a != c else t0
             assert a == c or home in self.open_rec  # it waits for this partial copy
             cyc = self.inst.topology.cycles(self.output[s], self.inst.route(a, -1))
-            t = earliest(self.lines, self.none, self.back[a], ready, cyc)
+            t = earliest(self.lines, self.back[a], ready, cyc)
             for x in self.back[a]:
                 self.lines[x].add(t, cyc)
             self.moves.append((EVICT, s, a, -1, t, t + cyc))

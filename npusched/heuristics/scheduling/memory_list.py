@@ -104,7 +104,7 @@ from sortedcontainers import SortedList
 
 from npusched.heuristics.scheduling.lifetimes import Lifetimes
 from npusched.heuristics.scheduling.memory_profile import Profile
-from npusched.heuristics.scheduling.routed_list import Timeline, all_routes, earliest, route_id
+from npusched.heuristics.scheduling.routed_list import all_routes, earliest, route_id, timelines
 from npusched.problem.scheduling.dag import UopGraph
 from npusched.problem.scheduling.routed import (
     FORWARD,
@@ -222,8 +222,7 @@ class _Scheduler(Lifetimes):
         self.routes = [
             tuple(int(inst.topology.resource_of[x]) for x in r) for r in all_routes(inst)
         ]
-        self.lines = [Timeline() for _ in range(inst.topology.num_resources)]
-        self.none: dict[int, Timeline] = {}  # no tentative bookings
+        self.lines = timelines(inst.topology)
         assert inst.capacity is not None
         self.mem = [Profile(int(c)) for c in inst.capacity]
         self.held: list[dict[tuple[int, int], None]] = [{} for _ in self.mem]  # (evict_for)
@@ -463,9 +462,13 @@ class _Scheduler(Lifetimes):
             at = mem.earliest_fit(max(release, self.floor(c)), space)
             assert at is not None  # fits() admitted the whole set (or stage() made room)
             route = self.routes[route_id(a, c, inst.m)]
-            t = earliest(self.lines, self.none, route, at, cyc)
+            t = earliest(self.lines, route, at, cyc)
             if src < 0 and space and inst.forward:  # or from a core that holds it, if sooner
                 a, t, cyc, route = self.nearest_copy(src, c, release, space, (a, t, cyc, route))
+            elif a >= 0 and (via := self.relay(src, c, at, bits, t + cyc,
+                                               self.routes[route_id(-1, c, inst.m)])):
+                a, (t, cyc), again = -1, via, True  # through DRAM: a re-fetch
+                route = self.routes[route_id(-1, c, inst.m)]
             for x in route:
                 self.lines[x].add(t, cyc)
             if a >= 0 and src < 0:  # forwarded: the holder's copy is read until it is sent
@@ -541,7 +544,7 @@ class _Scheduler(Lifetimes):
             if at is None:
                 continue
             route = self.routes[route_id(h, c, inst.m)]
-            t = earliest(self.lines, self.none, route, at, cyc)
+            t = earliest(self.lines, route, at, cyc)
             if t + cyc < best[1] + best[2]:
                 best = (h, t, cyc, route)
         return best

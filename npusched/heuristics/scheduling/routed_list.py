@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
-from collections.abc import Mapping
 
 import numpy as np
 
 from npusched.heuristics.scheduling.list_scheduling import Priority, resolve_priority
-from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule, required_transfers
+from npusched.problem.scheduling.routed import (
+    RoutedInstance,
+    RoutedSchedule,
+    Topology,
+    required_transfers,
+)
 
 OPEN = np.iinfo(np.int64).max
 """No finish to beat yet."""
@@ -40,13 +44,6 @@ class Timeline:
     def __init__(self) -> None:
         self.starts: list[int] = []
         self.ends: list[int] = []
-
-    def conflict(self, t: int, d: int) -> int | None:
-        """End of a busy interval that ``[t, t + d)`` overlaps, or ``None``."""
-        j = bisect_right(self.ends, t)  # first interval ending after t
-        if j < len(self.starts) and self.starts[j] < t + d:
-            return self.ends[j]
-        return None
 
     def first_free(self, t: int, d: int) -> int:
         """The earliest ``t' ≥ t`` with ``[t', t' + d)`` free (intervals are disjoint and
@@ -75,13 +72,19 @@ class Timeline:
         j = bisect_right(self.ends, t)
         return list(zip(self.starts[j:], self.ends[j:], strict=True))
 
-    def add(self, t: int, d: int) -> None:
+    def last_end(self, t: int) -> int:
+        """The end of the last busy interval that ends by ``t`` (``-1``: none)."""
+        j = bisect_right(self.ends, t)
+        return self.ends[j - 1] if j else -1
+
+    def add(self, t: int, d: int) -> int:
         """Mark ``[t, t + d)`` busy, in start order, merged with the intervals it touches (the
         same busy time in fewer intervals: a port busy back to back is one interval, which
-        :meth:`first_free` steps over at once). The caller makes sure it is free
-        (:meth:`first_free`); an overlap is not detected and breaks the lists' invariant."""
+        :meth:`first_free` steps over at once), and return its lane (0: a timeline is one). The
+        caller makes sure it is free (:meth:`first_free`); an overlap is not detected and
+        breaks the lists' invariant."""
         if d <= 0:
-            return
+            return 0
         starts, ends = self.starts, self.ends
         j = bisect_right(starts, t)
         before = j > 0 and ends[j - 1] == t
@@ -96,32 +99,75 @@ class Timeline:
         else:
             starts.insert(j, t)
             ends.insert(j, t + d)
+        return 0
+
+    def remove(self, t: int, d: int, lane: int = 0) -> None:
+        """Free ``[t, t + d)``, booked by :meth:`add` (so one busy interval holds it): a
+        tentative booking undone."""
+        if d <= 0:
+            return
+        starts, ends = self.starts, self.ends
+        j = bisect_right(starts, t) - 1
+        assert j >= 0 and ends[j] >= t + d, "remove: the window was not booked"
+        s, e = starts[j], ends[j]
+        del starts[j], ends[j]
+        for a, b in ((t + d, e), (s, t)):  # the parts either side, in order
+            if b > a:
+                starts.insert(j, a)
+                ends.insert(j, b)
 
 
-def earliest(
-    lines: list[Timeline],
-    extra: Mapping[int, Timeline],
-    route: tuple[int, ...],
-    r: int,
-    d: int,
-) -> int:
-    """Earliest ``t ≥ r`` with ``[t, t + d)`` free on every resource of ``route`` (committed
-    intervals, and the tentative ones of a resource in ``extra``, kept as a :class:`Timeline`
-    of their own since they are disjoint too): each resource in turn moves ``t`` to its first
-    window free of both from ``t`` (each search skips only times where ``[t, t + d)`` is busy,
-    so it stops at the earliest), until a full pass over the route moves it no more."""
+class Lanes:
+    """A resource that carries ``P`` transfers at once (:attr:`Link.lanes
+    <npusched.problem.scheduling.routed.Link.lanes>`), as ``P`` :class:`Timeline` s: a transfer
+    takes one lane for its whole window, the free one whose last booking ends latest before it
+    (the best fit). Lanes are a restriction of the resource's rule, at most ``P`` at once, which
+    the verifier and the exact models state; a lane costs what a timeline costs."""
+
+    def __init__(self, lanes: int) -> None:
+        self.lanes = [Timeline() for _ in range(lanes)]
+
+    def first_free(self, t: int, d: int) -> int:
+        """The earliest ``t' ≥ t`` with ``[t', t' + d)`` free on some lane."""
+        return min(line.first_free(t, d) for line in self.lanes)
+
+    def add(self, t: int, d: int) -> int:
+        """Book ``[t, t + d)`` on the best-fitting lane free over it, and return the lane."""
+        free = [k for k, line in enumerate(self.lanes) if line.first_free(t, d) == t]
+        assert free, "Lanes.add: no lane is free over the window"
+        k = max(free, key=lambda k: self.lanes[k].last_end(t))
+        self.lanes[k].add(t, d)
+        return k
+
+    def remove(self, t: int, d: int, lane: int = 0) -> None:
+        """Free ``[t, t + d)`` on ``lane`` (:meth:`Timeline.remove`)."""
+        self.lanes[lane].remove(t, d)
+
+
+Line = Timeline | Lanes
+"""A resource's bookings."""
+
+Booking = tuple[tuple[int, int], tuple[int, ...], int, int, tuple[int, ...]]
+"""A transfer booked for a candidate core: (source, core), resources, start, cycles, lanes."""
+
+
+def timelines(topo: Topology) -> list[Line]:
+    """One :class:`Timeline` per resource of ``topo``, :class:`Lanes` where it carries more
+    than one transfer at once."""
+    return [Lanes(int(k)) if k > 1 else Timeline() for k in topo.lanes.tolist()]
+
+
+def earliest(lines: list[Line], route: tuple[int, ...], r: int, d: int) -> int:
+    """Earliest ``t ≥ r`` with ``[t, t + d)`` free on every resource of ``route``: each resource
+    in turn moves ``t`` to its first window free from ``t`` (each search skips only times where
+    ``[t, t + d)`` is busy, so it stops at the earliest), until a full pass over the route moves
+    it no more."""
     t = r
     moved = True
     while moved:
         moved = False
         for x in route:
             u = lines[x].first_free(t, d)
-            tentative = extra.get(x)
-            if tentative is not None:
-                v = tentative.first_free(u, d)
-                while v != u:
-                    u = lines[x].first_free(v, d)
-                    v = tentative.first_free(u, d)
             if u != t:
                 t, moved = u, True
     return t
@@ -134,7 +180,7 @@ def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") ->
     allowed = [np.flatnonzero(row).tolist() for row in inst.mask]
     prio = _priority(inst, priority)
     res = [tuple(int(topo.resource_of[x]) for x in r) for r in all_routes(inst)]
-    lines = [Timeline() for _ in range(topo.num_resources)]
+    lines = timelines(topo)
     dram_needs: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
     for k, tensor in enumerate(inst.dram):
         if tensor.data > 0:
@@ -152,13 +198,11 @@ def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") ->
     while ready:
         _, i = heapq.heappop(ready)
         ins = [(src_of[e], bytes_of[e]) for e in in_edges[ptr[i] : ptr[i + 1]]]
-        best: tuple[int, int, list[tuple[tuple[int, int], tuple[int, ...], int, int]]] | None
-        best = None
+        best: tuple[int, int, list[Booking]] | None = None
         for c in allowed[i]:
             # a core that cannot finish before the best so far is dropped as soon as it shows
             late = OPEN if best is None else best[0] - dur[i][c]
             est = free[c]
-            extra: dict[int, Timeline] = {}
             booked = []
             needs: list[tuple[int, int, int]] = []  # (source key, release, data)
             for p, bits in ins:
@@ -180,16 +224,18 @@ def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") ->
                 a = -1 if src < 0 else core[src]
                 route = res[route_id(a, c, m)]
                 cyc = topo.cycles(data, inst.route(a, c))
-                t = earliest(lines, extra, route, release, cyc)
-                for x in route:
-                    extra.setdefault(x, Timeline()).add(t, cyc)
-                booked.append(((src, c), route, t, cyc))
+                t = earliest(lines, route, release, cyc)
+                held = tuple(lines[x].add(t, cyc) for x in route)  # tentatively
+                booked.append(((src, c), route, t, cyc, held))
                 est = max(est, t + cyc)
+            for _, route, t, cyc, held in booked:  # undone: the next core books afresh
+                for x, lane in zip(route, held, strict=True):
+                    lines[x].remove(t, cyc, lane)
             if est < late:  # finishes before the best (ties go to the lower core, tried first)
                 best = (est + dur[i][c], c, booked)
         assert best is not None
         fin, c, booked = best
-        for key, route, t, cyc in booked:
+        for key, route, t, cyc, _ in booked:
             for x in route:
                 lines[x].add(t, cyc)
             arrived[key] = t + cyc

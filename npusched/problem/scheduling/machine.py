@@ -26,9 +26,12 @@ each listed core's router, its channel a bus of ``bandwidth / len(controllers)``
 directions, and every core served by the nearest controller (fewest hops, then the lower index)
 over the NoC; with a ``node`` (Stream's off-chip core), a DRAM port of the whole bandwidth
 (one link every DRAM transfer holds) and then the NoC's links and buses to and from that node,
-which relays nothing else; without either, one DRAM port of the whole bandwidth that every core
-reaches directly (Stream's off-chip link, "Any"). The DRAM core's id is the node's, or one above
-the largest core id.
+which relays nothing else; the port carries ``⌊bandwidth / r⌋`` transfers at once, ``r`` the
+fastest rate of a route through it (:attr:`~.routed.Link.lanes`: each then moves at its route's
+rate, and together they stay within the port's; Stream 2.1.1 times a transfer by its links
+alone, so its links into the off-chip core run side by side); without either, one DRAM port of
+the whole bandwidth that every core reaches directly (Stream's off-chip link, "Any"). The DRAM
+core's id is the node's, or one above the largest core id.
 
 A route holds every link on it for the whole transfer, which takes
 ``hops · hop_latency + ⌈bytes / slowest payload rate⌉`` (:meth:`Topology.cycles`), as in Stream.
@@ -214,7 +217,12 @@ def _offchip(
     bw = dram_bandwidth(arch)
     assert arch.dram is not None
     if arch.dram.node is not None:  # its port, then the NoC to and from its node
-        port = _add(links, dram, None, bw, offchip=True, name="dram port")
+        ways = [routes[(dram, c.id)] for c in arch.cores] + [routes[(c.id, dram)]
+                                                             for c in arch.cores]
+        fastest = max(min(links[k].bandwidth for k in r) for r in ways)
+        links.append(Link(len(links), dram, None, bw, offchip=True, name="dram port",
+                          lanes=max(1, int(bw // fastest + 1e-9))))
+        port = len(links) - 1
         for c in (c.id for c in arch.cores):
             routes[(dram, c)] = (port, *routes[(dram, c)])
             routes[(c, dram)] = (*routes[(c, dram)], port)

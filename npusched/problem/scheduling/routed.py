@@ -48,7 +48,8 @@ Given the cores of all μops, the transfers are determined (:func:`required_tran
 - every DRAM tensor goes once to every core that hosts one of its consumers.
 
 A transfer occupies every link of its route at once for at least ``⌈data / min bandwidth⌉``
-cycles, and each link (each bus) carries one transfer at a time. It starts after its producer
+cycles, and each link (each bus) carries one transfer at a time, a link with ``lanes`` ``P``
+(a DRAM port wider than any route through it) ``P`` at once. It starts after its producer
 ends (DRAM tensors: at 0 or later) and ends before every consumer it serves starts.
 """
 
@@ -84,7 +85,9 @@ BoolArray = NDArray[np.bool_]
 class Link:
     """A directed link ``sender → receiver`` (``receiver = None``: to any core, as Stream's
     off-chip link), ``bandwidth`` data units per cycle. Links with one ``bus_id >= 0`` form a
-    bus: one transfer at a time on all of them together."""
+    bus: one transfer at a time on all of them together. ``lanes`` ``P``: the link carries up to
+    ``P`` transfers at once (a port whose bandwidth is ``P`` times that of every route through
+    it, which then runs at its route's rate; no bus has more than one)."""
 
     id: int
     sender: int
@@ -93,10 +96,14 @@ class Link:
     bus_id: int = -1
     offchip: bool = False
     name: str = ""
+    lanes: int = 1
 
     def __post_init__(self) -> None:
         if self.bandwidth <= 0:
             raise ValueError(f"link {self.id}: bandwidth must be positive, got {self.bandwidth}")
+        if self.lanes < 1 or (self.lanes > 1 and self.bus_id >= 0):
+            raise ValueError(f"link {self.id}: lanes must be 1 on a bus and at least 1, "
+                             f"got {self.lanes}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,10 +147,17 @@ class Topology:
 
     @property
     def num_resources(self) -> int:
-        """Number of resources transfers contend for, each carrying one transfer at a time: one per
-        link outside a bus, one per bus (all its links together); :attr:`resource_of` maps a link
-        index to its resource."""
+        """Number of resources transfers contend for: one per link outside a bus, one per bus
+        (all its links together); :attr:`resource_of` maps a link index to its resource."""
         return int(self.resource_of.max()) + 1 if self.links else 0
+
+    @cached_property
+    def lanes(self) -> IntArray:
+        """Transfers each resource carries at once: its link's ``lanes`` (a bus: 1)."""
+        out = np.ones(self.num_resources, dtype=np.int64)
+        for k, ln in enumerate(self.links):
+            out[self.resource_of[k]] = ln.lanes
+        return out
 
     def route(self, a: int, b: int) -> tuple[int, ...]:
         """Link indices from core id ``a`` to core id ``b`` (empty when ``a == b``)."""

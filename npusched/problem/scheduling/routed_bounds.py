@@ -70,8 +70,9 @@ def _prefetch(inst: Any, head: IntArray, tail: IntArray) -> int:
 
 def _ports(inst: Any, tail: IntArray) -> int:
     """:func:`~npusched.problem.scheduling.bounds.port_bound` over the DRAM tensors: each
-    crosses one first link out of DRAM (one port per resource those links use) at no more
-    than the fastest route's bandwidth, before its reader of longest tail starts."""
+    crosses one first link out of DRAM (one port per resource those links use, ``P`` for a
+    resource of ``P`` lanes) at no more than the fastest route's bandwidth, before its reader
+    of longest tail starts."""
     used = [t for t in inst.dram if t.data > 0 and t.consumers.size]
     if not used:
         return 0
@@ -79,7 +80,7 @@ def _ports(inst: Any, tail: IntArray) -> int:
     ports = {int(inst.topology.resource_of[inst.route(-1, c)[0]]) for c in range(inst.m)}
     cycles = [int(np.ceil(t.data / dram_bw.max() - 1e-9)) for t in used]
     return port_bound(np.array([tail[t.consumers].max() for t in used]), np.array(cycles),
-                      len(ports))  # fmt: skip
+                      int(inst.topology.lanes[list(ports)].sum()))  # fmt: skip
 
 
 def heads_tails(inst: Any) -> tuple[IntArray, IntArray]:
@@ -135,7 +136,7 @@ def lower_bound(inst: Any) -> int:
       zero threshold, ``⌈Σ fastest latencies / m⌉``), with the heads of the critical path;
     - when all DRAM routes share a link: the DRAM traffic on it (each tensor once per core
       its consumers are forced onto, at least once, at the route's bandwidth; once where
-      the instance forwards DRAM tensors) plus the
+      the instance forwards DRAM tensors; over ``P`` for a link of ``P`` lanes) plus the
       shortest remaining path of a DRAM consumer: the fetch that ends last still has to be
       consumed;
     - with layers, each μop's head is at least the load of the ancestors found layer by
@@ -174,7 +175,8 @@ def lower_bound(inst: Any) -> int:
                 else:
                     traffic += int(np.ceil(t.data / dram_bw.max() - 1e-9))
             last = min(int(tail[t.consumers].min()) for t in used)
-            bound = max(bound, traffic + last)
+            lanes = int(inst.topology.lanes[list(shared)].min())  # (at most so many at once)
+            bound = max(bound, -(-traffic // lanes) + last)
     return bound
 
 

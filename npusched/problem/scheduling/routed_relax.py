@@ -98,8 +98,9 @@ def interchangeable(inst: RoutedInstance, contention: bool = True) -> Interchang
             routes[(topo.dram, ids[c])] = (dram.id,)
             if back:
                 routes[(ids[c], topo.dram)] = (dram.id,)
-        if len(ports) > 1:
-            lanes[len(links) - 1] = len(ports)  # (the DRAM link is its own last resource)
+        carried = int(sum(topo.lanes[p] for p in ports))
+        if carried > 1:
+            lanes[len(links) - 1] = carried  # (the DRAM link is its own last resource)
     relaxed = Topology(tuple(links), routes, topo.dram, topo.hop_latency)
     out = dataclasses.replace(inst, topology=relaxed, capacity=None, preferred=None)
     return Interchangeable(out, lanes, classes)

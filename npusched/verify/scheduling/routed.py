@@ -171,7 +171,8 @@ def _refetched(sched: RoutedSchedule) -> set[tuple[int, int]]:
 def _link_clashes(
     inst: RoutedInstance, sched: RoutedSchedule, tr: Transfers, name: Any
 ) -> list[str]:
-    """Links (buses) carrying two transfers at once: the required ones and the eviction moves."""
+    """Links (buses) carrying two transfers at once, or more than their lanes: the required
+    ones and the eviction moves."""
     routes = list(tr.route) + move_routes(inst, sched)
     mv = sched.moves
     ts = np.concatenate([sched.tstart, mv.tstart]) if mv is not None else sched.tstart
@@ -190,11 +191,15 @@ def _link_clashes(
     ut, ur = np.asarray(use_t), np.asarray(use_r)
     busy = te[ut] > ts[ut]
     ut, ur = ut[busy], ur[busy]
+    lanes = inst.topology.lanes
+    wide = lanes[ur] > 1
+    bad = _crowded(inst, ut[wide], ur[wide], ts, te)
+    ut, ur = ut[~wide], ur[~wide]
     order = np.lexsort((ts[ut], ur))
     ut, ur = ut[order], ur[order]
     same = ur[1:] == ur[:-1]
     clash = np.flatnonzero(same & (ts[ut[1:]] < te[ut[:-1]]))
-    links, bad = inst.topology.links, []
+    links = inst.topology.links
     for k in clash[:20].tolist():
         a, b = int(ut[k]), int(ut[k + 1])
         on = [links[x].id for x in routes[a] if inst.topology.resource_of[x] == ur[k]]
@@ -202,3 +207,26 @@ def _link_clashes(
             f"link {on[0]}: {label(a)} [{ts[a]}, {te[a]}) and {label(b)} [{ts[b]}, {te[b]}) overlap"
         )
     return bad
+
+
+def _crowded(inst: RoutedInstance, ut: np.ndarray, ur: np.ndarray, ts: np.ndarray,
+             te: np.ndarray) -> list[str]:  # fmt: skip
+    """Resources of more than one lane (uses ``ut`` of transfers on resources ``ur``) that carry
+    more transfers at once than their lanes: a sweep over starts and ends, ends first at one
+    instant, per resource (each resource's events sum to 0, so one running sum serves all)."""
+    if not ut.size:
+        return []
+    when = np.concatenate([ts[ut], te[ut]])
+    delta = np.concatenate([np.ones(ut.size, np.int64), -np.ones(ut.size, np.int64)])
+    res = np.concatenate([ur, ur])
+    order = np.lexsort((delta, when, res))
+    level = np.cumsum(delta[order])
+    lanes = inst.topology.lanes[res[order]]
+    out = []
+    for k in np.flatnonzero(level > lanes)[:20].tolist():
+        r = int(res[order][k])
+        link = next(ln.id for x, ln in enumerate(inst.topology.links)
+                    if inst.topology.resource_of[x] == r)  # fmt: skip
+        out.append(f"link {link}: {int(level[k])} transfers at cycle {int(when[order][k])}, "
+                   f"over its {int(lanes[k])} lanes")
+    return out

@@ -26,7 +26,9 @@ from npusched.problem.scheduling.routed import (
     DramTensor,
     Link,
     RoutedInstance,
+    RoutedSchedule,
     Topology,
+    required_transfers,
 )
 from npusched.solvers.result import Status
 from npusched.verify import check
@@ -35,10 +37,12 @@ from npusched.verify.scheduling.routed import memory_peaks, residency
 GOOD = ROOT / "tests" / "data" / "good" / "stream_mini.json"
 
 
-def instance(latency, edges, core, dram=(), capacity=None) -> RoutedInstance:
-    """Cores 0 and 1 (links 0→1, 1→0 at 4 units per cycle) and DRAM core 9 behind one shared
-    off-chip link of 2 units per cycle; μop ``i`` fixed on ``core[i]``."""
-    links = (Link(0, 0, 1, 4.0), Link(1, 1, 0, 4.0), Link(2, 9, None, 2.0, offchip=True))
+def instance(latency, edges, core, dram=(), capacity=None, lanes=1, link=4.0) -> RoutedInstance:
+    """Cores 0 and 1 (links 0→1, 1→0 at ``link`` units per cycle) and DRAM core 9 behind one
+    shared off-chip link of 2 units per cycle (``lanes`` transfers at once); μop ``i`` fixed on
+    ``core[i]``."""
+    links = (Link(0, 0, 1, link), Link(1, 1, 0, link),
+             Link(2, 9, None, 2.0, offchip=True, lanes=lanes))  # fmt: skip
     routes = {(0, 1): (0,), (1, 0): (1,), (9, 0): (2,), (9, 1): (2,), (0, 9): (2,), (1, 9): (2,)}
     g = UopGraph(
         np.array(latency),
@@ -68,6 +72,59 @@ def test_a_fetch_waits_for_room_by_hand():
     assert memory_peaks(tight, sched).tolist() == [8, 0]
     rep = check(tight, loose)
     assert not rep.ok and any("over its capacity of 8" in v for v in rep.violations)
+
+
+def test_a_port_of_two_lanes_fetches_two_weights_at_once():
+    """Two μops on two cores, a weight of 8 each at 2 per cycle: one at a time on the port the
+    second fetch waits ([0, 4), [4, 8): makespan 9); on a port of two lanes both run over
+    [0, 4) (makespan 5), which the checker refuses on the port of one."""
+    one = instance([1, 1], [], [0, 1], dram=[(8, [0]), (8, [1])], capacity=[8, 8])
+    two = replace(one, topology=instance([1], [], [0], lanes=2).topology)
+    assert memory_list_schedule(one).makespan(one) == 9
+    sched = memory_list_schedule(two)
+    assert check(two, sched).ok and sched.makespan(two) == 5 == two.lower_bound()
+    assert routed_list_schedule(two).makespan(two) == 5
+    rep = check(one, sched)
+    assert not rep.ok and any("overlap" in v for v in rep.violations)
+    for inst, want in ((one, 9), (two, 5)):  # the exact model states the lanes too
+        res = solve(inst, "joint", time_limit=20)
+        assert check(inst, res.solution).ok and res.status == Status.OPTIMAL
+        assert res.objective == want
+    # three fetches at once on the two lanes: refused, where two on each core's own would pass
+    three = instance([1, 1, 1], [], [0, 1, 1], dram=[(8, [0]), (8, [1]), (8, [2])], lanes=2)
+    tr = required_transfers(three, np.array([0, 1, 1]))
+    crowded = RoutedSchedule(np.array([4, 4, 5]), np.array([0, 1, 1]),
+                             np.zeros(tr.size, np.int64), tr.cycles.copy())  # fmt: skip
+    rep = check(three, crowded)
+    assert any("3 transfers at cycle 0, over its 2 lanes" in v for v in rep.violations)
+
+
+def test_a_copy_goes_through_dram_where_the_link_is_slower_than_two_trips():
+    """μop 0 on core 0 sends 8 units to μop 1 on core 1 over a link of 1 unit per cycle (8
+    cycles); DRAM's port carries 8 per cycle, so the output is written back over [1, 2) and
+    fetched into core 1 over [2, 3), which replaces the send: μop 1 runs [3, 4). The
+    memories bind (11 of the 12 units a core could hold), as a write-back asks; where they do
+    not, or where the link is as fast as two trips to DRAM, the copy is sent."""
+    links = (Link(0, 0, 1, 1.0), Link(1, 1, 0, 1.0), Link(2, 9, None, 8.0, offchip=True))
+    routes = {(0, 1): (0,), (1, 0): (1,), (9, 0): (2,), (9, 1): (2,), (0, 9): (2,), (1, 9): (2,)}
+    g = UopGraph(np.array([1, 1, 1]), np.array([0]), np.array([1]), np.array([8]))
+    mask = np.zeros((3, 2), dtype=bool)
+    mask[[0, 1, 2], [0, 1, 0]] = True
+    base = SchedulingInstance(g, Accelerator.identical(2))
+    inst = RoutedInstance(base, Topology(links, routes, 9), mask,
+                          (DramTensor("W", 4, np.array([2])),), capacity=np.array([11, 11]))
+    sched = memory_list_schedule(inst)
+    assert check(inst, sched).ok and sched.start[1] == 3
+    kinds = [MOVE_KINDS[k] for k in sched.moves.kind.tolist()]
+    assert kinds == ["evict", "refetch"] and sched.tend[0] == -1  # the send replaced
+    assert sched.moves.tstart.tolist() == [1, 2]
+    roomy = replace(inst, capacity=np.array([12, 12]))
+    fast = replace(inst, topology=Topology(
+        (Link(0, 0, 1, 4.0), Link(1, 1, 0, 4.0), links[2]), routes, 9))  # fmt: skip
+    for other in (roomy, fast):
+        sched = memory_list_schedule(other)
+        assert check(other, sched).ok and not (sched.moves.kind == MOVE_KINDS.index("evict")).any()
+        assert sched.tend[0] > 0
 
 
 def test_latency_priority_evicts_where_memory_priority_does_not():
@@ -192,7 +249,8 @@ def memory_instances(draw):
         (draw(st.integers(1, 16)), sorted(draw(st.sets(st.integers(0, n - 1), min_size=1))))
         for _ in range(draw(st.integers(0, 4)))
     ]
-    inst = instance(latency, edges, core, dram)
+    inst = instance(latency, edges, core, dram, lanes=draw(st.sampled_from([1, 1, 2])),
+                    link=draw(st.sampled_from([4.0, 4.0, 0.5])))  # (0.5: copies go by DRAM)
     need = int(inst.operand_data().max(initial=0))
     slack = draw(st.sampled_from([6, 24]))  # tight memories make the list evict
     room = [need + draw(st.integers(0, slack)) or 1 for _ in range(2)]

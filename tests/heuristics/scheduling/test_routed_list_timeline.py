@@ -1,5 +1,6 @@
 """The routed list's link timelines: the earliest free window, found by stepping over the busy
-intervals one by one (the definition) or by searching the gaps at once past a long run."""
+intervals one by one (the definition) or by searching the gaps at once past a long run; bookings
+undone; resources of several lanes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npusched.heuristics.scheduling.routed_list import SCAN, Timeline, earliest
+from npusched.heuristics.scheduling.routed_list import SCAN, Lanes, Timeline, earliest
 
 
 def _stepped(line: Timeline, t: int, d: int) -> int:
@@ -19,6 +20,10 @@ def _stepped(line: Timeline, t: int, d: int) -> int:
         t = line.ends[j]
         j += 1
     return t
+
+
+def _free(line: Timeline, t: int, d: int) -> bool:
+    return all(e <= t or s >= t + d for s, e in zip(line.starts, line.ends, strict=True))
 
 
 @settings(max_examples=60, deadline=None)
@@ -32,7 +37,7 @@ def test_first_free_is_the_earliest_window(seed, n):
         for _ in range(3):
             t, d = int(rng.integers(0, 4 * n + 2)), int(rng.integers(1, 9))
             got = line.first_free(t, d)
-            assert got == _stepped(line, t, d) and line.conflict(got, d) is None
+            assert got == _stepped(line, t, d) and _free(line, got, d)
 
 
 @pytest.mark.parametrize("d", [1, 2, 3])
@@ -67,22 +72,42 @@ def test_touching_intervals_merge_into_the_same_busy_time(seed, n):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10**6), n=st.integers(1, 3 * SCAN))
-def test_earliest_on_a_route_with_tentative_bookings_is_the_first_free_window(seed, n):
-    # three resources, committed and tentative bookings on each, kept in a cycle-by-cycle record
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 3 * SCAN), lanes=st.integers(1, 3))
+def test_earliest_on_a_route_is_the_first_window_with_a_free_lane(seed, n, lanes):
+    # three resources (the first of several lanes), bookings kept in a cycle-by-cycle record of
+    # each lane; some are undone again, as the list undoes a candidate core's tentative ones
     rng = np.random.default_rng(seed)
     horizon = 40 * n + 64
-    lines, extra = [Timeline() for _ in range(3)], {}
-    busy = np.zeros((3, horizon), dtype=bool)
+    lines = [Lanes(lanes) if lanes > 1 else Timeline(), Timeline(), Timeline()]
+    busy = np.zeros((3, lanes, horizon), dtype=bool)
+    busy[1:, 1:] = True  # (the timelines have one lane)
     for _ in range(2 * n):
-        x, d = int(rng.integers(0, 3)), int(rng.integers(1, 5))
-        tentative = bool(rng.integers(0, 2))
-        route = (x,)
-        t = earliest(lines, extra, route, int(rng.integers(0, 8 * n)), d)
-        (extra.setdefault(x, Timeline()) if tentative else lines[x]).add(t, d)
-        busy[x, t:t + d] = True
+        route = tuple(sorted(set(rng.integers(0, 3, size=2).tolist())))
+        d = int(rng.integers(1, 5))
+        t = earliest(lines, route, int(rng.integers(0, 8 * n)), d)
+        got = [lines[x].add(t, d) for x in route]
+        for x, k in zip(route, got, strict=True):
+            assert not busy[x, k, t:t + d].any()  # the lane was free
+            busy[x, k, t:t + d] = True
+        if rng.integers(0, 3) == 0:
+            for x, k in zip(route, got, strict=True):
+                lines[x].remove(t, d, k)
+                busy[x, k, t:t + d] = False
     for _ in range(10):
         route = tuple(sorted(set(rng.integers(0, 3, size=2).tolist())))
         r, d = int(rng.integers(0, 8 * n)), int(rng.integers(1, 6))
-        want = next(u for u in range(r, horizon) if not busy[list(route), u:u + d].any())
-        assert earliest(lines, extra, route, r, d) == want
+        want = next(u for u in range(r, horizon)
+                    if all((~busy[x, :, u:u + d].any(axis=1)).any() for x in route))
+        assert earliest(lines, route, r, d) == want
+
+
+def test_a_removed_booking_splits_the_interval_it_was_merged_into():
+    line = Timeline()
+    for t in (0, 3, 6):
+        line.add(t, 3)
+    assert (line.starts, line.ends) == ([0], [9])
+    line.remove(3, 3)
+    assert (line.starts, line.ends) == ([0, 6], [3, 9])
+    line.remove(0, 3)
+    line.remove(6, 3)
+    assert (line.starts, line.ends) == ([], [])
