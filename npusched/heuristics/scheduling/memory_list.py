@@ -57,6 +57,14 @@ NoC link, a weight tile read by 32 row blocks then crosses the port once: the at
 head's list 136 440 → 49 566 cycles, the SwiGLU MLP 64 × 128 × 256's 76 695 → 39 788
 (one run each).
 
+**Relays through DRAM.** Where the memories bind, an activation's copy for another core goes
+by a write-back from its producer's core and a re-fetch (moves of kinds ``evict`` and
+``refetch``, the re-fetch replacing the required send) when its route is slower on idle links
+than the two trips and that ends sooner
+(:meth:`~npusched.heuristics.scheduling.lifetimes.Lifetimes.relay`): on ``tpu_v7_ironwood``,
+whose chips meet over one ICI link of 45.5 bytes a cycle beside HBM links of 1 675, the LLaMA
+MLP on one core per weight tile went from 502 355 to 73 587 cycles (one run).
+
 **Streamed μops** (Stream's ``too_large_operands``) read their operands as they come and keep
 none. Data fetched again from DRAM for one takes no space and passes into it only (the
 lifetime stays evicted: the μops there that keep their operands fetch it again themselves);
