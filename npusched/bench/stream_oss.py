@@ -2,7 +2,7 @@
 
     python -m npusched.bench.stream_oss [--time-limit 20|stream] [--threads 2] [--seed 0]
         [--stream-python PATH] [--workloads a,b] [--hardware x,y] [--json rows.json]
-        [--doc docs/results_transformers.md]
+        [--doc docs/results_transformers.md] [--infeasible] [--mlp-tokens 512,1024]
 
 For every shipped workload (``../shared/benchmarks/stream-oss/workload/*.onnx``: attention,
 SwiGLU MLPs, CNNs) on every accelerator of the reference (``tpu_like_quad_core``,
@@ -16,6 +16,11 @@ both, and prints per pair: Stream's cycles and wall time, npusched's makespan, i
 their wall times, and the ratio to Stream. ``--time-limit stream`` compares at equal time:
 ``joint`` gets what is left of Stream's wall time on the pair after the partition and the list
 (none left: the list's schedule).
+
+``--mlp-tokens 512,1024`` runs the LLaMA MLP at those lengths instead (:func:`mlp_at`: the
+shipped 256-token file with its tokens dimension set; Stream's repository has such files, held
+out of the shared set) on the accelerators given, npusched's list alone, verified, with no
+Stream figure beside it (Stream 2.1.1 finds no allocation for most of them).
 
 Stream's figures come from a live run when ``--stream-python`` names a Python ≥ 3.12 with
 ``stream-dse`` 2.1.1 installed (``python3.12 -m venv v && v/bin/pip install stream-dse==2.1.1
@@ -177,6 +182,28 @@ def run_list_only(workload: Path, hardware: Path, stream: dict[str, Any],
     }  # fmt: skip
 
 
+MLP = "swiglu_256_4096_14336"
+"""Stream's LLaMA-3-8B MLP at 256 tokens, which :func:`mlp_at` sets to other lengths."""
+
+
+def mlp_at(tokens: int, data: Path, out_dir: Path) -> Path:
+    """Stream's LLaMA MLP (:data:`MLP`) at ``tokens`` tokens, written into ``out_dir``: the
+    same graph with the tokens dimension of its input, its activations and its output set to
+    ``tokens`` (Stream's repository has the 512 to 4 096-token files, held out here; they differ
+    from the shipped one in that dimension only)."""
+    import onnx
+
+    model = onnx.load(str(data / "workload" / f"{MLP}.onnx"), load_external_data=False)
+    graph = model.graph
+    for value in (*graph.input, *graph.output, *graph.value_info):
+        dims = value.type.tensor_type.shape.dim
+        if dims and dims[0].dim_value == 256:
+            dims[0].dim_value = tokens
+    path = out_dir / f"swiglu_{tokens}_4096_14336.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
 def _n(v: Any) -> str:
     return "–" if v is None else f"{v:,.0f}"
 
@@ -236,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--infeasible", action="store_true",
                    help="also the pairs Stream finds no allocation for: npusched's list alone "
                    "(long: 10^5 CNs and more)")
+    p.add_argument("--mlp-tokens", help="comma-separated token counts: the LLaMA MLP at each "
+                   "(mlp_at) on the accelerators, npusched's list alone (no Stream figure)")
     p.add_argument("--json", type=Path, help="write the rows as JSON")
     p.add_argument("--doc", type=Path, help="Markdown file whose tables block is replaced")
     args = p.parse_args(argv)
@@ -243,6 +272,16 @@ def main(argv: list[str] | None = None) -> int:
     wanted_w = set(args.workloads.split(",")) if args.workloads else None
     wanted_h = set(args.hardware.split(",")) if args.hardware else None
     rows = []
+    if args.mlp_tokens:  # the list alone on the MLP at other lengths
+        with tempfile.TemporaryDirectory() as tmp:
+            for tokens in (int(t) for t in args.mlp_tokens.split(",")):
+                onnx = mlp_at(tokens, args.data, Path(tmp))
+                for hw in sorted(wanted_h or {e["hardware"] for e in ref}):
+                    row = run_list_only(onnx, args.data / "hardware" / f"{hw}.yaml",
+                                        {"stream_failed": "not run"}, args.cost, args.threads)
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
+        ref = []
     for entry in ref:
         if (wanted_w and entry["workload"] not in wanted_w) or (
                 wanted_h and entry["hardware"] not in wanted_h):

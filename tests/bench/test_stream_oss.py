@@ -102,3 +102,15 @@ def test_at_equal_time_joint_gets_what_is_left_of_streams_wall(tmp_path, capsys)
     with pytest.raises(SystemExit):
         main(["--data", str(data), "--time-limit", "soon"])
     assert "seconds or 'stream'" in capsys.readouterr().err
+
+
+@needs_shared
+def test_the_mlp_at_other_lengths_keeps_its_graph_and_scales_its_macs(tmp_path):
+    """``mlp_at``: the LLaMA MLP at 512 tokens has twice the 256-token file's MACs (three
+    GEMMs of T × 4 096 × 14 336) and the same weights; both import."""
+    from npusched.bench.stream_oss import MLP, mlp_at
+
+    base = resolve_network(str(OSS / "workload" / f"{MLP}.onnx"))
+    longer = resolve_network(str(mlp_at(512, OSS, tmp_path)))
+    assert longer.macs() == 2 * base.macs() >= 3 * 512 * 4096 * 14336
+    assert longer.params() == base.params() == 3 * 4096 * 14336

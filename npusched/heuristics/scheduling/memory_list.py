@@ -108,8 +108,8 @@ from collections import deque
 from typing import NoReturn, Protocol
 
 import numpy as np
-from sortedcontainers import SortedList
 
+from npusched.heuristics.scheduling.candidates import Candidates, Key
 from npusched.heuristics.scheduling.lifetimes import Lifetimes
 from npusched.heuristics.scheduling.memory_profile import Profile
 from npusched.heuristics.scheduling.routed_list import all_routes, earliest, route_id, timelines
@@ -303,6 +303,7 @@ class _Scheduler(Lifetimes):
             if inst.can_write_back
             else None
         )
+        self.cands = Candidates((), m)  # (the run's pool)
 
     def key(self, i: int, ready: int) -> tuple[int, int, int]:
         if isinstance(self.priority, np.ndarray):
@@ -317,8 +318,9 @@ class _Scheduler(Lifetimes):
         limit = shared.value if shared is not None else stop_above
         indeg = np.diff(g.pred_ptr).copy()
         ready_at = np.zeros(n, dtype=np.int64)
-        pool = SortedList(self.key(i, 0) for i in np.flatnonzero(indeg == 0).tolist())
-        while pool:
+        pool = self.cands = Candidates(
+            (self.key(i, 0) for i in np.flatnonzero(indeg == 0).tolist()), self.inst.m)
+        while pool.pool:
             cand, needs = self._next(pool)
             i = cand[2]
             self.place(i, needs)
@@ -342,38 +344,36 @@ class _Scheduler(Lifetimes):
         start = np.array(self.start, dtype=np.int64)
         return RoutedSchedule(start, self.core, tstart, tend, Residency(*rec), Moves(*mv))
 
-    def _next(self, pool: SortedList) -> tuple[tuple[int, int, int], Needs]:
+    def _next(self, pool: Candidates) -> tuple[Key, Needs]:
         """The μop to place next, taken out of ``pool`` (by the priority), and what it has yet
         to receive: the first of the :data:`LOOKAHEAD` best that fits, else
-        :meth:`_make_room`. The pool is looked at in place, not popped and pushed back, and a
-        candidate known not to fit (:meth:`fitting`) is passed over here, without a call."""
-        core, mem, unfit, dirty = self.core_of, self.mem, self.unfit, self.dirty
-        stamp = self.evictions
-        for cand in pool.islice(0, LOOKAHEAD):
-            seen = unfit.get(cand[2])
-            if (seen is not None and mem[core[cand[2]]].open_bits > seen[1]
-                    and seen[0] in (-1, stamp) and cand[2] not in dirty):  # fmt: skip
-                continue
-            needs = self.fitting(cand[2])
+        :meth:`_make_room`. A candidate known not to fit (:meth:`fitting`) is parked until it
+        may (:mod:`~npusched.heuristics.scheduling.candidates`)."""
+        pool.wake_fitting(self.mem, self.evictions)
+        for cand in pool.window(LOOKAHEAD):
+            i = cand[2]
+            needs = self.fitting(i)
             if needs is not None:
-                pool.remove(cand)
+                pool.take(cand)
                 return cand, needs
+            stamp, threshold = self.unfit[i]
+            pool.park(cand, self.core_of[i], threshold, stamp != -1)
         return self._make_room(pool)
 
-    def _make_room(self, pool: SortedList) -> tuple[tuple[int, int, int], Needs]:
+    def _make_room(self, pool: Candidates) -> tuple[Key, Needs]:
         """No candidate looked at fits: the best evicts to make room. Where it cannot, the
         candidates past the look-ahead are tried before the scheduler gives up (as if it had
         looked at all of them)."""
-        cand = pool[0]
+        cand = pool.pool[0]
         if self.evict_for(cand[2]):
-            pool.remove(cand)
+            pool.take(cand)
             return cand, self.needs(cand[2])
-        for other in pool.islice(LOOKAHEAD):
+        for other in pool.pool.islice(LOOKAHEAD):
             needs = self.fitting(other[2])
             if needs is not None:
-                pool.remove(other)
+                pool.take(other)
                 return other, needs
-        self.deadlock([c[2] for c in pool])
+        self.deadlock([c[2] for c in pool.pool])
 
     def needs(self, i: int) -> Needs:
         """Data μop ``i`` has yet to receive on its core: (tensor, release, bits, again), by
@@ -452,7 +452,9 @@ class _Scheduler(Lifetimes):
         mem = self.mem[c]
         watch = self.watch[c]
         for got in needs:  # the candidates waiting for this data on c look again
-            self.dirty.update(watch.pop(got[0], ()))
+            woken = watch.pop(got[0], ())
+            self.dirty.update(woken)
+            self.cands.wake(woken)
         est = max([self.free[c], *(end[p] for p in self.preds[i])])
         for p in self.data_preds[i]:
             if core[p] != c and (p, c) in self.arrived:
