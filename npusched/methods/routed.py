@@ -154,16 +154,20 @@ def with_allocation(instance: RoutedInstance, how: str = "compute") -> RoutedIns
     return dataclasses.replace(instance, preferred=fit_allocation(instance, core))
 
 
-def memory_list_best(instance: RoutedInstance, priority: str, threads: int = 1) -> RoutedSchedule:
+def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
+                     threads: int = 1) -> tuple[RoutedSchedule, str]:  # fmt: skip
     """The memory-aware list on the instance's allocation or, on a free one, the shortest of
-    its schedules on the :data:`ALLOCATIONS` (:func:`list_cores`; among equals the first). The
+    its schedules on the :data:`ALLOCATIONS` (:func:`list_cores`; among equals the first), for
+    each of the priorities ``priority`` names (Stream's ``latency`` and ``memory``: neither is
+    shorter on every pair, and a list of one is a fraction of the time the rest takes), and
+    the priority of the one kept. The
     compute-only list spreads a layer's μops over every core, each fetching the layer's
     weights again; where the off-chip port is narrow (Stream's ``simba``: 8 bytes a cycle for
     36 cores) the allocations that keep weights where they are (one core per weight tile, the
     routed list's, one core per layer) are several times shorter. A list that becomes longer
     than the shortest so far is abandoned as it does
     (:class:`~npusched.heuristics.scheduling.memory_list.Abandoned`): the same answer, sooner.
-    With ``threads`` > 1 the allocations run in that many forked processes, which share the
+    With ``threads`` > 1 the lists run in that many forked processes, which share the
     shortest so far (:func:`_in_parallel`): the same schedule, as a list is abandoned only
     once it is longer than another. In a daemonic process (a Dask worker), which may not
     start processes, they run one after the other.
@@ -174,26 +178,30 @@ def memory_list_best(instance: RoutedInstance, priority: str, threads: int = 1) 
         No allocation fits the memories, even by evicting, or none can be fitted to them
         (:func:`fit_allocation`): the first one's reason.
     """
+    priorities = (priority,) if isinstance(priority, str) else tuple(priority)
     if instance.fixed_allocation or instance.preferred is not None:
-        return memory_list_schedule(with_allocation(instance), priority)
-    hows: tuple[str, ...] = ALLOCATIONS if instance.layer is not None else ALLOCATIONS[:2]
-    if instance.forward and spread_fits(instance):  # a weight's readers share one fetch
-        hows += ("compute",)
-    if (threads > 1 and "fork" in multiprocessing.get_all_start_methods()
+        hows: tuple[str, ...] = ("",)  # (the instance's own)
+    else:
+        hows = ALLOCATIONS if instance.layer is not None else ALLOCATIONS[:2]
+        if instance.forward and spread_fits(instance):  # a weight's readers share one fetch
+            hows += ("compute",)
+    runs = [(how, p) for p in priorities for how in hows]
+    if (threads > 1 and len(runs) > 1 and "fork" in multiprocessing.get_all_start_methods()
             and not multiprocessing.current_process().daemon):  # (a Dask worker may not fork)
-        outcomes = _in_parallel(instance, priority, hows, threads)
+        outcomes = _in_parallel(instance, runs, threads)
     else:
         outcomes, shortest = [], None
-        for how in hows:
-            outcomes.append(_allocation_list(instance, how, priority, shortest))
+        for how, p in runs:
+            outcomes.append(_allocation_list(instance, how, p, shortest))
             if isinstance(outcomes[-1], RoutedSchedule):
                 ms = outcomes[-1].makespan(instance)
                 shortest = ms if shortest is None else min(shortest, ms)
-    scheds = [s for s in outcomes if isinstance(s, RoutedSchedule)]
-    if not scheds:
+    done = [(s, p) for s, (_, p) in zip(outcomes, runs, strict=True)
+            if isinstance(s, RoutedSchedule)]  # fmt: skip
+    if not done:
         failed = next(e for e in outcomes if not isinstance(e, Abandoned | RoutedSchedule))
         raise MemoryDeadlock(f"no allocation of the list fits the memories: {failed}")
-    return min(scheds, key=lambda s: s.makespan(instance))  # the first of the shortest
+    return min(done, key=lambda d: d[0].makespan(instance))  # the first of the shortest
 
 
 Outcome = RoutedSchedule | MemoryDeadlock | ValueError | Abandoned
@@ -205,26 +213,29 @@ def _allocation_list(instance: RoutedInstance, how: str, priority: str,
     """The memory-aware list on allocation ``how``, abandoned once it is longer than
     ``stop``."""
     try:
-        return memory_list_schedule(with_allocation(instance, how), priority, stop)
+        on = with_allocation(instance, how) if how else with_allocation(instance)
+        return memory_list_schedule(on, priority, stop)
     except (MemoryDeadlock, ValueError, Abandoned) as err:
+        if not how and not isinstance(err, Abandoned):  # (the instance's own: its error)
+            raise
         return err
 
 
 _WORKER: dict[str, Any] = {}  # a forked process's instance and shared shortest makespan
 
 
-def _in_parallel(instance: RoutedInstance, priority: str, hows: tuple[str, ...],
+def _in_parallel(instance: RoutedInstance, runs: list[tuple[str, str]],
                  threads: int) -> list[Outcome]:  # fmt: skip
-    """:func:`_allocation_list` of each allocation in ``hows`` in up to ``threads`` forked
-    processes (the instance is inherited, not copied), which share the shortest makespan so
-    far."""
+    """:func:`_allocation_list` of each (allocation, priority) of ``runs`` in up to
+    ``threads`` forked processes (the instance is inherited, not copied), which share the
+    shortest makespan so far."""
     ctx = multiprocessing.get_context("fork")
     shortest = ctx.Value("q", OPEN)
-    workers = min(threads, len(hows))
+    workers = min(threads, len(runs))
     pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
                                initargs=(instance, shortest, workers))  # fmt: skip
     try:
-        return list(pool.map(_worker_list, hows, [priority] * len(hows)))
+        return list(pool.map(_worker_list, *zip(*runs, strict=True)))
     except BrokenProcessPool:  # a worker killed (the kernel's OOM killer): as out of memory
         raise MemoryError("a process of the list's allocations ended without an answer") from None
     finally:  # (on Ctrl-C: back at once, the lists not started are dropped)
@@ -253,7 +264,7 @@ def routed_warm_start(instance: RoutedInstance, priority: Priority, threads: int
     (:func:`memory_list_best`)."""
     if instance.capacity is not None:
         try:
-            return memory_list_best(instance, memory_priority(priority), threads)
+            return memory_list_best(instance, memory_priority(priority), threads)[0]
         except MemoryDeadlock as err:
             raise ValueError(f"no warm start within the memories: {err}") from None
     cands = [routed_list_schedule(instance, priority)]
@@ -262,10 +273,11 @@ def routed_warm_start(instance: RoutedInstance, priority: Priority, threads: int
     return min(cands, key=lambda s: s.makespan(instance))
 
 
-def memory_priority(priority: Priority) -> str:
-    """Stream's list priority for an instance with memories: ``latency`` (also for the default
-    ``blevel``) or ``memory``."""
-    priority = "latency" if priority == "blevel" else priority
+def memory_priority(priority: Priority) -> str | tuple[str, ...]:
+    """Stream's list priority for an instance with memories: ``latency`` or ``memory``, and for
+    the default ``blevel`` both (:func:`memory_list_best` keeps the shorter)."""
+    if priority == "blevel":
+        return ("latency", "memory")
     if priority not in ("latency", "memory"):
         raise ValueError(
             f"with a memory capacity the list takes Stream's priority latency or memory, "

@@ -230,9 +230,9 @@ def heuristic_result(
 def _run_list(instance: Any, backend: str, params: ListParams, ctx: Context) -> Result:
     priority = params.priority
     if isinstance(instance, RoutedInstance) and instance.capacity is not None:
-        priority = memory_priority(priority)
         try:
-            sched: Schedule | RoutedSchedule = memory_list_best(instance, priority, ctx.threads)
+            sched: Schedule | RoutedSchedule
+            sched, priority = memory_list_best(instance, memory_priority(priority), ctx.threads)
         except MemoryDeadlock as err:  # no room even by evicting: a method failure
             bound = instance.lower_bound()
             return Result(Status.ERROR, "list", "none", None, bound, message=str(err))

@@ -76,9 +76,12 @@ def test_the_list_takes_the_shorter_of_the_two_allocations():
     layers = memory_list_schedule(with_allocation(inst, "layers"), "latency")
     assert check(inst, layers).ok
     shortest = min(s.makespan(inst) for s in (spread, kept, layers))
-    assert memory_list_best(inst, "latency").makespan(inst) == shortest
-    res = solve(inst, "list")
+    assert memory_list_best(inst, "latency")[0].makespan(inst) == shortest
+    res = solve(inst, "list", priority="latency")
     assert res.objective == shortest and check(inst, res.solution).ok
+    res = solve(inst, "list")  # both priorities: no longer (here memory's is shorter)
+    assert res.objective <= shortest and check(inst, res.solution).ok
+    assert res.stats["priority"] in ("latency", "memory")
 
 
 def test_the_layer_allocation_gives_each_layer_one_core_by_lpt():
@@ -207,9 +210,12 @@ def test_the_allocations_in_two_processes_give_the_serial_schedule(s):
     shortest makespan so far; the list abandons a longer one as it did in series, so the
     schedule returned is the serial one, start for start."""
     inst = fsrcnn(s)
-    serial = memory_list_best(inst, "latency")
-    forked = memory_list_best(inst, "latency", threads=2)
+    serial = memory_list_best(inst, "latency")[0]
+    forked = memory_list_best(inst, "latency", threads=2)[0]
     assert (forked.start == serial.start).all() and (forked.core == serial.core).all()
+    both, won = memory_list_best(inst, ("latency", "memory"), threads=2)
+    alone = {p: memory_list_best(inst, p)[0].makespan(inst) for p in ("latency", "memory")}
+    assert both.makespan(inst) == min(alone.values()) == alone[won] and check(inst, both).ok
     assert check(inst, forked).ok
     lists = [memory_list_schedule(with_allocation(inst, how), "latency")
              for how in ("weights", "routed", "layers")]  # fmt: skip
@@ -235,7 +241,7 @@ def test_no_allocation_that_fits_fails_alike_in_two_processes(monkeypatch):
 
 
 def _in_daemon(inst, out):
-    out.put(memory_list_best(inst, "latency", threads=2).start.tolist())
+    out.put(memory_list_best(inst, "latency", threads=2)[0].start.tolist())
 
 
 def test_two_threads_in_a_daemonic_process_run_the_allocations_in_place():
@@ -250,7 +256,7 @@ def test_two_threads_in_a_daemonic_process_run_the_allocations_in_place():
     proc.start()
     got = out.get(timeout=60)
     proc.join(timeout=10)
-    assert got == memory_list_best(inst, "latency").start.tolist()
+    assert got == memory_list_best(inst, "latency")[0].start.tolist()
 
 
 def test_a_worker_that_dies_ends_the_list_as_out_of_memory(monkeypatch):
