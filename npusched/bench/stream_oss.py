@@ -185,6 +185,9 @@ def run_list_only(workload: Path, hardware: Path, stream: dict[str, Any],
 MLP = "swiglu_256_4096_14336"
 """Stream's LLaMA-3-8B MLP at 256 tokens, which :func:`mlp_at` sets to other lengths."""
 
+NOT_RUN = "not run"
+"""A row's ``stream_failed`` where Stream was not run on the pair (``--mlp-tokens``)."""
+
 
 def mlp_at(tokens: int, data: Path, out_dir: Path) -> Path:
     """Stream's LLaMA MLP (:data:`MLP`) at ``tokens`` tokens, written into ``out_dir``: the
@@ -219,9 +222,11 @@ def table(rows: list[dict[str, Any]], live: bool) -> str:
     ]
     for r in rows:
         ratio = "–" if r["ratio"] is None else f"{r['ratio']:.3f}"
+        failed = r.get("stream_failed")
+        stream = _n(r["stream_cycles"]) if not failed else (
+            "not run" if failed == NOT_RUN else "no allocation")  # fmt: skip
         lines.append(
-            f"| {r['workload']} | {r['hardware']} | {r['uops']} | "
-            f"{'no allocation' if r.get('stream_failed') else _n(r['stream_cycles'])} | "
+            f"| {r['workload']} | {r['hardware']} | {r['uops']} | {stream} | "
             f"{r['stream_wall_s'] if r['stream_wall_s'] is not None else '–'} | {_n(r['list'])} "
             f"| {_n(r['makespan'])} | {_n(r['bound'])} | {r['status']} | {r['wall_s']} | "
             f"{ratio} | {r['longer_by'] or '–'} | {r['verified']} |")  # fmt: skip
@@ -278,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
                 onnx = mlp_at(tokens, args.data, Path(tmp))
                 for hw in sorted(wanted_h or {e["hardware"] for e in ref}):
                     row = run_list_only(onnx, args.data / "hardware" / f"{hw}.yaml",
-                                        {"stream_failed": "not run"}, args.cost, args.threads)
+                                        {"stream_failed": NOT_RUN}, args.cost, args.threads)
                     print(json.dumps(row), flush=True)
                     rows.append(row)
         ref = []
