@@ -13,10 +13,11 @@ at 4 096, with 2 threads: the default runs the 1 024-token layer, under a minute
 says so in its row instead of a time.
 
 The list tries its allocations in ``--threads`` forked processes (default 2, this machine's
-cores). Peak memory is the resident peak (``ru_maxrss``) of the process or its largest worker
-after each step. The cases run from
-the smallest up in one process, so each figure is the peak of that case or an earlier one, which
-the increasing sizes make the case's own. The issue's goals are ≥ 100 000 μops partitioned in
+cores), with Stream's ``latency`` priority (``--priority``; ``solve``'s default tries both
+priorities, about twice the work). Peak memory is the resident peak (``ru_maxrss``) of the
+process or its largest worker after each step. The cases run from the smallest up in one
+process, so each figure is the peak of that case or an earlier one, which the increasing sizes
+make the case's own. The issue's goals are ≥ 100 000 μops partitioned in
 ≤ 30 s and list-scheduled in ≤ 60 s at 4 096 tokens; the table says where they stand.
 """
 
@@ -47,7 +48,8 @@ def peak_mib() -> float:
     return rss / (2**20 if sys.platform == "darwin" else 2**10)
 
 
-def run_case(tokens: int, arch_name: str, list_max: int, threads: int = 1) -> dict[str, Any]:
+def run_case(tokens: int, arch_name: str, list_max: int, threads: int = 1,
+             priority: str = "latency") -> dict[str, Any]:  # fmt: skip
     """One prefill length: partition, then the list where the size allows (module docstring)."""
     prog, arch = load_network(f"llama3-8b-prefill-{tokens}"), load_arch(arch_name)
     t0 = time.perf_counter()
@@ -60,7 +62,7 @@ def run_case(tokens: int, arch_name: str, list_max: int, threads: int = 1) -> di
         row["list"] = f"not run (over {list_max} μops)"
         return row
     t1 = time.perf_counter()
-    res = solve(inst, "list", threads=threads)
+    res = solve(inst, "list", threads=threads, priority=priority)
     if res.solution is None:  # the list found no schedule within the memories: say why
         row["list"] = f"failed after {time.perf_counter() - t1:.0f} s: {res.message}"
         return row
@@ -92,12 +94,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arch", default="klotski-4x4", help="a routed 4 x 4 mesh (default)")
     p.add_argument("--list-max-uops", type=int, default=90_000)
     p.add_argument("--threads", type=int, default=2, help="processes for the list's allocations")
+    p.add_argument("--priority", default="latency",
+                   help="the list's priority: latency (default, one list per allocation), "
+                   "memory, or blevel (both, as solve's default: about twice the time)")
     p.add_argument("--json", type=Path, help="write the rows as JSON")
     p.add_argument("--doc", type=Path, help="Markdown file whose scale block is replaced")
     args = p.parse_args(argv)
     rows = []
     for tokens in sorted(int(t) for t in args.tokens.split(",")):
-        row = run_case(tokens, args.arch, args.list_max_uops, args.threads)
+        row = run_case(tokens, args.arch, args.list_max_uops, args.threads, args.priority)
         print(json.dumps(row), flush=True)
         rows.append(row)
     if args.json:
