@@ -155,7 +155,8 @@ def with_allocation(instance: RoutedInstance, how: str = "compute") -> RoutedIns
 
 
 def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
-                     threads: int = 1) -> tuple[RoutedSchedule, str]:  # fmt: skip
+                     threads: int = 1, deadline: float | None = None
+                     ) -> tuple[RoutedSchedule, str]:  # fmt: skip
     """The memory-aware list on the instance's allocation or, on a free one, the shortest of
     its schedules on the :data:`ALLOCATIONS` (:func:`list_cores`; among equals the first), for
     each of the priorities ``priority`` names (Stream's ``latency`` and ``memory``: neither is
@@ -170,7 +171,9 @@ def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
     With ``threads`` > 1 the lists run in that many forked processes, which share the
     shortest so far (:func:`_in_parallel`): the same schedule, as a list is abandoned only
     once it is longer than another. In a daemonic process (a Dask worker), which may not
-    start processes, they run one after the other.
+    start processes, they run one after the other. The first priority's lists always run to
+    the end; the later ones stop at ``deadline`` (a ``time.perf_counter()`` value: ``solve``'s
+    time limit), so a time limit bounds what the second priority adds.
 
     Raises
     ------
@@ -185,18 +188,18 @@ def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
         hows = ALLOCATIONS if instance.layer is not None else ALLOCATIONS[:2]
         if instance.forward and spread_fits(instance):  # a weight's readers share one fetch
             hows += ("compute",)
-    runs = [(how, p) for p in priorities for how in hows]
+    runs = [(how, p, None if p == priorities[0] else deadline) for p in priorities for how in hows]
     if (threads > 1 and len(runs) > 1 and "fork" in multiprocessing.get_all_start_methods()
             and not multiprocessing.current_process().daemon):  # (a Dask worker may not fork)
         outcomes = _in_parallel(instance, runs, threads)
     else:
         outcomes, shortest = [], None
-        for how, p in runs:
-            outcomes.append(_allocation_list(instance, how, p, shortest))
+        for how, p, until in runs:
+            outcomes.append(_allocation_list(instance, how, p, shortest, until))
             if isinstance(outcomes[-1], RoutedSchedule):
                 ms = outcomes[-1].makespan(instance)
                 shortest = ms if shortest is None else min(shortest, ms)
-    done = [(s, p) for s, (_, p) in zip(outcomes, runs, strict=True)
+    done = [(s, p) for s, (_, p, _) in zip(outcomes, runs, strict=True)
             if isinstance(s, RoutedSchedule)]  # fmt: skip
     if not done:
         failed = next(e for e in outcomes if not isinstance(e, Abandoned | RoutedSchedule))
@@ -208,10 +211,29 @@ Outcome = RoutedSchedule | MemoryDeadlock | ValueError | Abandoned
 """A list on one allocation: its schedule, why none fits, or that it became too long."""
 
 
+class _Until:
+    """``stop`` (a makespan, a shared one, or none) until ``deadline`` (``perf_counter``), then
+    -1: a list that reads it is abandoned at its next step once the time is up."""
+
+    def __init__(self, stop: int | Limit | None, deadline: float) -> None:
+        self.stop, self.deadline = stop, deadline
+
+    @property
+    def value(self) -> int:
+        if time.perf_counter() > self.deadline:
+            return -1
+        stop = self.stop
+        return OPEN if stop is None else stop if isinstance(stop, int) else stop.value
+
+
 def _allocation_list(instance: RoutedInstance, how: str, priority: str,
-                     stop: int | Limit | None) -> Outcome:  # fmt: skip
+                     stop: int | Limit | None, until: float | None = None) -> Outcome:  # fmt: skip
     """The memory-aware list on allocation ``how``, abandoned once it is longer than
-    ``stop``."""
+    ``stop`` or, with ``until``, once that ``perf_counter`` time has passed."""
+    if until is not None:
+        if time.perf_counter() > until:
+            return Abandoned("out of time before it started")
+        stop = _Until(stop, until)
     try:
         on = with_allocation(instance, how) if how else with_allocation(instance)
         return memory_list_schedule(on, priority, stop)
@@ -224,9 +246,9 @@ def _allocation_list(instance: RoutedInstance, how: str, priority: str,
 _WORKER: dict[str, Any] = {}  # a forked process's instance and shared shortest makespan
 
 
-def _in_parallel(instance: RoutedInstance, runs: list[tuple[str, str]],
+def _in_parallel(instance: RoutedInstance, runs: list[tuple[str, str, float | None]],
                  threads: int) -> list[Outcome]:  # fmt: skip
-    """:func:`_allocation_list` of each (allocation, priority) of ``runs`` in up to
+    """:func:`_allocation_list` of each (allocation, priority, deadline) of ``runs`` in up to
     ``threads`` forked processes (the instance is inherited, not copied), which share the
     shortest makespan so far."""
     ctx = multiprocessing.get_context("fork")
@@ -248,9 +270,9 @@ def _worker_init(instance: RoutedInstance, shortest: Any, workers: int) -> None:
     _WORKER.update(instance=instance, shortest=shortest)
 
 
-def _worker_list(how: str, priority: str) -> Outcome:
+def _worker_list(how: str, priority: str, until: float | None) -> Outcome:
     instance, shortest = _WORKER["instance"], _WORKER["shortest"]
-    out = _allocation_list(instance, how, priority, shortest)
+    out = _allocation_list(instance, how, priority, shortest, until)
     if isinstance(out, RoutedSchedule):
         with shortest.get_lock():
             shortest.value = min(shortest.value, out.makespan(instance))
@@ -261,10 +283,13 @@ def routed_warm_start(instance: RoutedInstance, priority: Priority, threads: int
                       ) -> RoutedSchedule:  # fmt: skip
     """The best list schedule on the instance and, when it carries a known allocation (Stream's),
     on that allocation; with memory capacities the memory-aware list's
-    (:func:`memory_list_best`)."""
+    (:func:`memory_list_best`), on the first of the priorities ``priority`` names (the
+    default's: ``latency``), so the method it starts keeps its time."""
     if instance.capacity is not None:
         try:
-            return memory_list_best(instance, memory_priority(priority), threads)[0]
+            first = memory_priority(priority)
+            first = first if isinstance(first, str) else first[0]
+            return memory_list_best(instance, first, threads)[0]
         except MemoryDeadlock as err:
             raise ValueError(f"no warm start within the memories: {err}") from None
     cands = [routed_list_schedule(instance, priority)]

@@ -232,7 +232,8 @@ def _run_list(instance: Any, backend: str, params: ListParams, ctx: Context) -> 
     if isinstance(instance, RoutedInstance) and instance.capacity is not None:
         try:
             sched: Schedule | RoutedSchedule
-            sched, priority = memory_list_best(instance, memory_priority(priority), ctx.threads)
+            sched, priority = memory_list_best(instance, memory_priority(priority), ctx.threads,
+                                               ctx.deadline)
         except MemoryDeadlock as err:  # no room even by evicting: a method failure
             bound = instance.lower_bound()
             return Result(Status.ERROR, "list", "none", None, bound, message=str(err))

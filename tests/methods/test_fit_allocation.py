@@ -216,6 +216,10 @@ def test_the_allocations_in_two_processes_give_the_serial_schedule(s):
     both, won = memory_list_best(inst, ("latency", "memory"), threads=2)
     alone = {p: memory_list_best(inst, p)[0].makespan(inst) for p in ("latency", "memory")}
     assert both.makespan(inst) == min(alone.values()) == alone[won] and check(inst, both).ok
+    import time  # past its deadline only the first priority runs, to the end
+
+    late, won = memory_list_best(inst, ("memory", "latency"), deadline=time.perf_counter())
+    assert won == "memory" and late.makespan(inst) == alone["memory"]
     assert check(inst, forked).ok
     lists = [memory_list_schedule(with_allocation(inst, how), "latency")
              for how in ("weights", "routed", "layers")]  # fmt: skip
