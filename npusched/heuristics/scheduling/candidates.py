@@ -28,7 +28,7 @@ Key = tuple[int, int, int]
 
 
 class Candidates:
-    """The pool (:attr:`pool`, every ready μop) and those of it not parked (:attr:`active`)."""
+    """The pool (``pool``, every ready μop) and those of it not parked (``active``)."""
 
     def __init__(self, keys: Iterable[Key], cores: int) -> None:
         self.pool = SortedList(keys)
