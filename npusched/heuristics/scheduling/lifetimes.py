@@ -65,6 +65,7 @@ class Lifetimes:
         stuck: set[tuple[int, int]]
         back: list[tuple[int, ...]] | None  # each core's resources to DRAM (None: no route)
         lines: list[Line]
+        hops: np.ndarray | None  # the base accelerator's hops, where it has delays
         moves: list[tuple[int, int, int, int, int, int]]
         streamed: np.ndarray
 
@@ -191,10 +192,9 @@ class Lifetimes:
         """The base instance's delay for ``bits`` from core ``a`` to ``c`` (Klotski's hops on a
         mesh; 0 without one): no copy arrives sooner after its producer ends, however it
         comes (verify's precedence rule)."""
-        acc = self.inst.accelerator
-        if not acc.has_comm_delays:
+        if self.hops is None:
             return 0
-        return int(acc.comm_delay(acc.hops()[a, c], np.array([bits]))[0])
+        return int(self.inst.accelerator.comm_delay(self.hops[a, c], np.array([bits]))[0])
 
     def from_dram(self, p: int, c: int) -> bool:
         """A first copy of producer ``p``'s output for core ``c`` comes from DRAM: the

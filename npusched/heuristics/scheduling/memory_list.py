@@ -304,6 +304,8 @@ class _Scheduler(Lifetimes):
             else None
         )
         self.cands = Candidates((), m)  # (the run's pool)
+        acc = inst.accelerator
+        self.hops = acc.hops() if acc.has_comm_delays else None  # (once, not per relay)
 
     def key(self, i: int, ready: int) -> tuple[int, int, int]:
         if isinstance(self.priority, np.ndarray):
