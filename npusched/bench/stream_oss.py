@@ -51,6 +51,7 @@ import numpy as np
 
 from npusched.arch import load_arch
 from npusched.bench.doc import publish
+from npusched.common.errors import InputError
 from npusched.common.jsonio import read_json
 from npusched.methods import solve
 from npusched.partition.api import partition_network, resolve_network
@@ -251,6 +252,17 @@ def _limit(text: str) -> float | None:
         raise argparse.ArgumentTypeError(f"seconds or 'stream', not {text!r}") from None
 
 
+def _tokens(text: str) -> list[int]:
+    """``--mlp-tokens``: comma-separated positive token counts."""
+    try:
+        counts = [int(t) for t in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"comma-separated integers, not {text!r}") from None
+    if any(c < 1 for c in counts):
+        raise argparse.ArgumentTypeError(f"token counts are positive, not {text!r}")
+    return counts
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``python -m npusched.bench.stream_oss`` (module docstring)."""
     p = argparse.ArgumentParser(prog="python -m npusched.bench.stream_oss", description=__doc__,
@@ -270,18 +282,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--infeasible", action="store_true",
                    help="also the pairs Stream finds no allocation for: npusched's list alone "
                    "(long: 10^5 CNs and more)")
-    p.add_argument("--mlp-tokens", help="comma-separated token counts: the LLaMA MLP at each "
-                   "(mlp_at) on the accelerators, npusched's list alone (no Stream figure)")
+    p.add_argument("--mlp-tokens", type=_tokens,
+                   help="comma-separated token counts: the LLaMA MLP at each (mlp_at) "
+                   "on the accelerators, npusched's list alone (no Stream figure)")
     p.add_argument("--json", type=Path, help="write the rows as JSON")
     p.add_argument("--doc", type=Path, help="Markdown file whose tables block is replaced")
     args = p.parse_args(argv)
-    ref = read_json(args.data / "reference.json")
+    try:
+        ref = read_json(args.data / "reference.json")
+    except InputError as err:
+        p.error(f"--data: {err}")
     wanted_w = set(args.workloads.split(",")) if args.workloads else None
+    shipped = {e["workload"] for e in ref}
+    if wanted_w and wanted_w - shipped:
+        p.error(f"--workloads: no {', '.join(sorted(wanted_w - shipped))} in "
+                f"{args.data / 'reference.json'} (there: {', '.join(sorted(shipped))})")
     wanted_h = set(args.hardware.split(",")) if args.hardware else None
+    known = {f.stem for f in (args.data / "hardware").glob("*.yaml")}
+    if wanted_h and wanted_h - known:
+        p.error(f"--hardware: no {', '.join(sorted(wanted_h - known))} in "
+                f"{args.data / 'hardware'} (there: {', '.join(sorted(known))})")
     rows = []
     if args.mlp_tokens:  # the list alone on the MLP at other lengths
         with tempfile.TemporaryDirectory() as tmp:
-            for tokens in (int(t) for t in args.mlp_tokens.split(",")):
+            for tokens in args.mlp_tokens:
                 onnx = mlp_at(tokens, args.data, Path(tmp))
                 for hw in sorted(wanted_h or {e["hardware"] for e in ref}):
                     row = run_list_only(onnx, args.data / "hardware" / f"{hw}.yaml",

@@ -227,12 +227,14 @@ def cost_name(args: argparse.Namespace) -> str:
 
 
 def cost_model_of(args: argparse.Namespace, arch: Any) -> Any:
-    """The cost model of ``--cost`` (and ``--zigzag-time-limit``) for ``arch``."""
+    """The cost model of ``--cost`` (and ``--zigzag-time-limit``) for ``arch``: ZigZag's falls
+    back where a tile is too large for a core kind's SRAM, as a partition's does
+    (:meth:`~npusched.problem.scheduling.machine_view.MachineView.cost_model`)."""
     from npusched.costmodel import cost_model
 
     name = cost_name(args)
     if name == "zigzag":
-        return cost_model(name, arch, time_limit=args.zigzag_time_limit)
+        return cost_model(name, arch, time_limit=args.zigzag_time_limit, too_large="fallback")
     return cost_model(name, arch)
 
 

@@ -115,6 +115,13 @@ class ZigZagCost:
         LOMA's loop-prime-factor limit (Stream uses 6; higher searches more, slower).
     engine
         ``"loma"`` (exhaustive up to ``lpf_limit``, Stream's) or ``"salsa"`` (annealing).
+    too_large
+        A tile whose operands do not fit the core's SRAM, which ZigZag finds no loop ordering
+        for: ``"raise"`` a ValueError naming the field, or ``"fallback"`` to the analytic
+        latency, recorded in ``fallbacks``, as Stream 2.1.1 falls back to an estimate of its own
+        when ZigZag rejects a CN on a core (``ZigZagCostEstimator.estimate``). A partition
+        prices every tile on every core kind, and a tile too large for one (a pooling core's
+        SRAM) is not an error of the arch.
 
     Attributes
     ----------
@@ -134,7 +141,10 @@ class ZigZagCost:
         time_limit: float | None = None,
         lpf_limit: int = 6,
         engine: str = "loma",
+        too_large: str = "raise",
     ) -> None:
+        if too_large not in ("raise", "fallback"):
+            raise ValueError(f"too_large is 'raise' or 'fallback', not {too_large!r}")
         if engine not in ENGINES:
             raise ValueError(f"unknown ZigZag engine {engine!r}; choose from {', '.join(ENGINES)}")
         if time_limit is not None and not time_limit > 0:
@@ -146,6 +156,7 @@ class ZigZagCost:
         self.time_limit = time_limit
         self.lpf_limit = int(lpf_limit)
         self.engine = engine
+        self.too_large = too_large
         if cache_dir is None:
             base = os.environ.get("NPUSCHED_CACHE") or Path.home() / ".cache" / "npusched"
             cache_dir = Path(base) / "zigzag"
@@ -186,10 +197,12 @@ class ZigZagCost:
             key = self._key(_key_accelerator(acc, shape, layer), layer, mapping)
             entry = self._entry(key)
             rejected = _valid_rejection(entry)
-            if rejected is not None:  # ZigZag's own rejection, cached: the same error
+            if rejected is not None:  # ZigZag's own rejection, cached: the same answer
                 self.stats["cache"] += 1
-                raise ValueError(self._rejection(shape, core, k, layer, *rejected))
-            out = self._cached(entry) or self._compute(shape, core, k, acc, layer, mapping, key)
+                out = self._rejected(shape, core, k, layer, *rejected)
+            else:
+                out = self._cached(entry) or self._compute(shape, core, k, acc, layer, mapping,
+                                                           key)  # fmt: skip
         self._memo[memo_key] = out
         return out
 
@@ -297,7 +310,17 @@ class ZigZagCost:
             return self._fallback(shape, core, f"ZigZag failed: {message}")
         if _key_accelerator(acc, shape, layer) is acc:  # a key with the SRAM's size: exact
             self._store(key, shape, core, runtime, rejected=[kind, message])
-        raise ValueError(self._rejection(shape, core, k, layer, kind, message))
+        return self._rejected(shape, core, k, layer, kind, message)
+
+    def _rejected(self, shape: TileShape, core: CoreSpec, k: int, layer: dict[str, Any],
+                  kind: str, message: str) -> ZigZagBreakdown:  # fmt: skip
+        """ZigZag's rejection: the fallback where the tile is too large for the core's SRAM
+        and ``too_large`` says so, else a ValueError naming the field."""
+        text = self._rejection(shape, core, k, layer, kind, message)
+        if self.too_large == "fallback" and kind == "no_loop_ordering" and (
+                footprint_bits(shape, layer) > sram_bits(self.arch, core, k)[0]):
+            return self._fallback(shape, core, text.split(": ", 1)[1])
+        raise ValueError(text)
 
     def _fallback(self, shape: TileShape, core: CoreSpec, reason: str) -> ZigZagBreakdown:
         if self._roofline is None:

@@ -185,8 +185,8 @@ def partition_network(
     elem = view.elem_bytes
     edges = uop_edges(layout, elem)
     model = machine_cost_model(machine, cost, view)
+    before = len(getattr(model, "fallbacks", []))
     latency = latency_table(layout, view.cores, model)
-    fallbacks = getattr(model, "fallbacks", [])
     source: dict[str, Any] = {
         "scheme": scheme,
         "arch": view.name,
@@ -199,10 +199,7 @@ def partition_network(
         "machine": machine,
         "cost": model.name,
     }
-    if fallbacks:  # tiles the cost model could not cost (ZigZag past its time limit)
-        source["cost_fallbacks"] = [f"{shape.kind} K{shape.K} C{shape.C} {shape.OY}x{shape.OX}"
-                                    f" F{shape.FY}x{shape.FX}: {why}"
-                                    for shape, why in fallbacks]  # fmt: skip
+    _record_fallbacks(source, model, before)
     name = f"{net.name}_{view.name}_{scheme}"
     if machine == "compute-only":
         return compute_instance(layout, edges, latency, view.accelerator, name, source)
@@ -232,10 +229,23 @@ def _program_instance(prog: TensorProgram, view: MachineView, scheme: str, *,
                               "elem_bytes": view.elem_bytes,
                               "machine": machine, "cost": model.name}  # fmt: skip
     name = f"{prog.name}_{view.name}_{scheme}"
+    before = len(getattr(model, "fallbacks", []))
     try:
-        return tensor_instance(prog, view, tiles, model, name, source)
+        inst = tensor_instance(prog, view, tiles, model, name, source)
     except ValueError as err:  # a μop whose data alone exceeds a core's memory: say how to cut
         if "memory holds" not in str(err):
             raise
         hint = "--cn M=ROWS with fewer rows" if scheme == "stream" else "smaller --s B,M,K,N"
         raise ValueError(f"{err}; cut finer: {hint}") from None
+    _record_fallbacks(inst.source, model, before)
+    return inst
+
+
+def _record_fallbacks(source: dict[str, Any], model: CostModel, before: int) -> None:
+    """``source["cost_fallbacks"]``: the tiles of this partition that the cost model could not
+    cost and gave the analytic latency (ZigZag past its time limit, or a tile too large for a
+    core kind's SRAM), those after its first ``before`` (a model serves many partitions)."""
+    if fallbacks := getattr(model, "fallbacks", [])[before:]:
+        source["cost_fallbacks"] = [f"{shape.kind} K{shape.K} C{shape.C} {shape.OY}x{shape.OX}"
+                                    f" F{shape.FY}x{shape.FX}: {why}"
+                                    for shape, why in fallbacks]  # fmt: skip

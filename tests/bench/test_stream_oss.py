@@ -114,3 +114,22 @@ def test_the_mlp_at_other_lengths_keeps_its_graph_and_scales_its_macs(tmp_path):
     longer = resolve_network(str(mlp_at(512, OSS, tmp_path)))
     assert longer.macs() == 2 * base.macs() >= 3 * 512 * 4096 * 14336
     assert longer.params() == base.params() == 3 * 4096 * 14336
+
+
+@needs_shared
+def test_bad_options_name_the_option_and_what_is_there(capsys):
+    """A token count that is not a positive integer, an accelerator or a workload that the data
+    folder does not have, or a folder without ``reference.json``: a usage error (exit 2) naming
+    the option, no traceback."""
+    import pytest
+
+    for argv, said in ((["--mlp-tokens", "abc"], "comma-separated integers"),
+                       (["--mlp-tokens", "512,0"], "positive"),
+                       (["--hardware", "simba,tpu_v9"], "no tpu_v9 in"),
+                       (["--workloads", "gpt5"], "no gpt5 in"),
+                       (["--data", "/nonexistent"], "reference.json")):  # fmt: skip
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err

@@ -379,6 +379,25 @@ def test_tile_larger_than_the_sram(tmp_path, time_limit):
     assert str(second.value) == str(err.value) and again.stats["cache"] == 1
 
 
+def test_a_tile_too_large_for_the_sram_falls_back_where_asked(tmp_path):
+    """``too_large="fallback"`` (a partition's, as Stream falls back where ZigZag rejects a CN
+    on a core): the analytic latency, the reason recorded; ZigZag's other rejections stay
+    errors; and the cached rejection is read back the same way."""
+    shape = TileShape("fc", 4096, 1024)
+    for attempt in ("fresh", "cached"):
+        cost = zz.ZigZagCost(STREAM, cache_dir=tmp_path, too_large="fallback")
+        got = cost.explain(shape, TPU)
+        assert got.latency == Roofline(STREAM).latency(shape, TPU), attempt
+        assert got.source.startswith("analytic fallback: the fc K4096 C1024 tile does not fit")
+        assert [s for s, _ in cost.fallbacks] == [shape]
+        assert cost.stats["cache"] == (attempt == "cached")
+    small = _with_registers(O=Register(1, 2, ("C",)))  # a 1-byte O register: still the arch's
+    with pytest.raises(ValueError, match="registers/O"):
+        zz.ZigZagCost(STREAM, cache_dir=tmp_path, too_large="fallback").latency(SMALL, small)
+    with pytest.raises(ValueError, match="too_large is 'raise' or 'fallback'"):
+        zz.ZigZagCost(STREAM, cache_dir=tmp_path, too_large="ignore")
+
+
 def test_shared_buffer_share_is_named(tmp_path):
     arch = load_arch("flexer-arch1")
     cost = zz.ZigZagCost(arch, cache_dir=tmp_path)

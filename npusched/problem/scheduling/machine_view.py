@@ -107,11 +107,13 @@ class MachineView:
     def cost_model(self, name: str, **options: Any) -> CostModel:
         """:func:`npusched.costmodel.cost_model` ``name`` for this arch, built once per name
         (one model serves every partition, so each tile shape is costed once); with
-        ``options`` a new one each call."""
+        ``options`` a new one each call. ZigZag's falls back where a tile is too large for a
+        core kind's SRAM (``too_large="fallback"``, as Stream does) unless told otherwise."""
+        default = {"too_large": "fallback"} if name == "zigzag" else {}
         if options:
-            return cost_model(name, self.arch, **options)
+            return cost_model(name, self.arch, **{**default, **options})
         if name not in self._costs:
-            self._costs[name] = cost_model(name, self.arch)
+            self._costs[name] = cost_model(name, self.arch, **default)
         return self._costs[name]
 
     def priced(self, bits: int) -> MachineView:
