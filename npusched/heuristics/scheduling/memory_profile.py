@@ -40,14 +40,14 @@ class Profile:
         if self.open_bits > room:
             return None
         time, level = self.time, self.level
-        j = max(int(np.searchsorted(time, r, side="right")) - 1, 0)
+        j = max(int(time.searchsorted(r, side="right")) - 1, 0)
         over = np.flatnonzero(level[j:] > room)  # not the last level: the open bits fit
         return r if over.size == 0 else int(time[j + int(over[-1]) + 1])
 
     def _shift(self, t: int, b: int) -> None:
         """Add ``b`` to the level from ``t`` on."""
         t = max(t, int(self._t[self.lo]))
-        j = self.lo + int(np.searchsorted(self.time, t))
+        j = self.lo + int(self.time.searchsorted(t))
         if j == self.hi or self._t[j] != t:
             if self.hi == self._t.size:  # full: move the live part to the front, or grow
                 live = self.hi - self.lo
@@ -78,6 +78,6 @@ class Profile:
 
     def forget_before(self, t: int) -> None:
         """Keep the step function from ``t`` on only."""
-        j = int(np.searchsorted(self.time, t, side="right")) - 1
+        j = int(self.time.searchsorted(t, side="right")) - 1
         if j > 0:
             self.lo += j

@@ -55,6 +55,7 @@ ends (DRAM tensors: at 0 or later) and ends before every consumer it serves star
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, overload
@@ -116,6 +117,7 @@ class Topology:
     hop_latency: int = 0
     resource_of: IntArray = field(init=False, repr=False)
     link_index: dict[int, int] = field(init=False, repr=False)
+    _slowest: dict[tuple[int, ...], float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         ids = [ln.id for ln in self.links]
@@ -144,6 +146,7 @@ class Topology:
         object.__setattr__(self, "routes", routes)
         object.__setattr__(self, "resource_of", dense.astype(np.int64))
         object.__setattr__(self, "link_index", index)
+        object.__setattr__(self, "_slowest", {})
 
     @property
     def num_resources(self) -> int:
@@ -173,8 +176,10 @@ class Topology:
         transfer can take (it holds every link of its route meanwhile)."""
         if not route or data <= 0:
             return 0
-        bw = min(self.links[k].bandwidth for k in route)
-        return len(route) * self.hop_latency + int(np.ceil(data / bw - 1e-9))
+        bw = self._slowest.get(route)
+        if bw is None:  # (the lists ask for the same few routes 10^5 times)
+            bw = self._slowest[route] = min(self.links[k].bandwidth for k in route)
+        return len(route) * self.hop_latency + math.ceil(data / bw - 1e-9)
 
     @classmethod
     def from_mesh(
