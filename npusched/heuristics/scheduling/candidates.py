@@ -34,8 +34,9 @@ class Candidates:
     def __init__(self, keys: Iterable[Key], cores: int) -> None:
         self.pool = SortedList(keys)
         self.active = SortedList(self.pool)
-        self.parked: dict[int, tuple[Key, int | None]] = {}  # μop -> key, threshold
-        self.heaps: list[list[tuple[int, int]]] = [[] for _ in range(cores)]
+        self.parked: dict[int, tuple[Key, int | None, int]] = {}  # μop -> key, threshold, serial
+        self.heaps: list[list[tuple[int, int, int]]] = [[] for _ in range(cores)]
+        self.serial = 0  # parkings so far: a heap entry of an older parking is stale
         self.streamed: list[int] = []  # parked at evictions == self.stamp
         self.stamp = -1
 
@@ -59,11 +60,12 @@ class Candidates:
         """The μop of ``key`` does not fit on ``core`` until its open bits are at most
         ``threshold`` (or, ``streamed``, until the next eviction)."""
         self.active.remove(key)
-        self.parked[key[2]] = (key, None if streamed else threshold)
+        self.serial += 1
+        self.parked[key[2]] = (key, None if streamed else threshold, self.serial)
         if streamed:
             self.streamed.append(key[2])
         else:
-            heapq.heappush(self.heaps[core], (-threshold, key[2]))
+            heapq.heappush(self.heaps[core], (-threshold, key[2], self.serial))
 
     def wake(self, items: Iterable[int]) -> None:
         """The μops ``items`` are worth a look again (those parked)."""
@@ -78,9 +80,9 @@ class Candidates:
         for c, heap in enumerate(self.heaps):
             open_bits = mem[c].open_bits
             while heap and -heap[0][0] >= open_bits:
-                threshold, i = heapq.heappop(heap)
+                _, i, serial = heapq.heappop(heap)
                 got = self.parked.get(i)
-                if got is not None and got[1] == -threshold:  # (not an older parking's)
+                if got is not None and got[2] == serial:  # (not an older parking's)
                     self.wake((i,))
         if evictions != self.stamp:
             self.wake([i for i in self.streamed if (got := self.parked.get(i)) and got[1] is None])
