@@ -33,8 +33,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from npusched.heuristics.scheduling.memory_profile import Profile
-from npusched.heuristics.scheduling.routed_list import Line, earliest
-from npusched.problem.scheduling.routed import EVICT, RoutedInstance
+from npusched.heuristics.scheduling.routed_list import Line, earliest, route_id
+from npusched.problem.scheduling.routed import EVICT, FORWARD, RoutedInstance
+
+Fetch = tuple[int, int, tuple[int, ...], tuple[int, ...]]
+"""A DRAM tensor's first copy for a core, booked from DRAM: start, cycles, resources, lanes."""
 
 
 class Lifetimes:
@@ -56,6 +59,9 @@ class Lifetimes:
         open_rec: dict[tuple[int, int], int]  # open lifetime -> its record
         rec: list[list[int]]  # [core, tensor, bits, alloc, free]
         waits: dict[int, set[int]]  # producer -> cores of partial copies it waits for
+        routes: list[tuple[int, ...]]  # resources of each route (route_id)
+        fetches: dict[int, dict[int, Fetch]]  # DRAM tensor -> core -> its first fetch
+        first: dict[tuple[int, int], int]  # first arrival (the required transfer)
         in_dram: dict[int, int]  # activation -> end of its write-back
         arrived: dict[tuple[int, int], int]
         evicted: dict[tuple[int, int], int]  # evicted lifetime -> when it ended
@@ -188,6 +194,35 @@ class Lifetimes:
             self.in_dram_from(s, ready)
         return t, cyc
 
+    def share(self, s: int, c: int, arrival: int) -> None:
+        """DRAM tensor ``s``'s copy on core ``c`` arrives at ``arrival`` (held there, open):
+        each other core's first copy of it fetched from DRAM that starts no sooner is taken
+        from ``c`` over the NoC instead, where that forward starts no sooner than the fetch
+        did and ends no later (a move of kind ``forward``: its destination's space from the
+        same start, its consumers there as they were). The list books a copy as its reader
+        is placed, not in time order: a reader placed later may get an earlier window of the
+        off-chip port, and the fetch booked before it then carries again what is on chip
+        (SwiGLU 64 × 128 × 256 on ``simba``: a 32 KB weight tile over the port's 8 bytes a
+        cycle twice, 64 cycles apart). The port's window is freed for the fetches to come."""
+        inst, mine = self.inst, self.fetches.get(s, {})
+        for c2, (t2, cyc2, fetch, lanes) in list(mine.items()):
+            if c2 == c or t2 < arrival:  # (an evicted copy's first fetch is not here)
+                continue
+            for x, lane in zip(fetch, lanes, strict=True):
+                self.lines[x].remove(t2, cyc2, lane)
+            route = self.routes[route_id(c, c2, inst.m)]
+            cyc = inst.topology.cycles(inst.dram[-1 - s].data, inst.route(c, c2))
+            t = earliest(self.lines, route, t2, cyc)
+            if t + cyc > t2 + cyc2:  # not sooner: the fetch stays
+                mine[c2] = (t2, cyc2, fetch, tuple(self.lines[x].add(t2, cyc2) for x in fetch))
+                continue
+            for x in route:
+                self.lines[x].add(t, cyc)
+            del mine[c2], self.first[(s, c2)]
+            self.arrived[(s, c2)] = t + cyc
+            self.last_use[(s, c)] = max(self.last_use[(s, c)], t + cyc)
+            self.moves.append((FORWARD, s, c, c2, t, t + cyc))
+
     def delay(self, a: int, c: int, bits: int) -> int:
         """The base instance's delay for ``bits`` from core ``a`` to ``c`` (Klotski's hops on a
         mesh; 0 without one): no copy arrives sooner after its producer ends, however it
@@ -211,6 +246,8 @@ class Lifetimes:
         docstring). Its later consumers there fetch it again."""
         s, c = key
         self.evictions += 1
+        if s < 0:  # its first fetch is no longer the copy there (share())
+            self.fetches.get(s, {}).pop(c, None)
         since = self.arrived.pop(key, None)
         t0 = max(self.last_use[key], since if since is not None else self.end[s])
         if s >= 0 and s not in self.in_dram:

@@ -55,7 +55,9 @@ be evicted, as any weight; the cores after that fetch it from DRAM again). A for
 copy is held until the forward ends. On ``simba``, whose off-chip port is a quarter of one
 NoC link, a weight tile read by 32 row blocks then crosses the port once: the attention
 head's list 136 440 → 49 566 cycles, the SwiGLU MLP 64 × 128 × 256's 76 695 → 39 788
-(one run each).
+(one run each). Copies are booked as their readers are placed, not in time order, so a copy
+booked later may arrive sooner than one fetched from DRAM before it: that fetch is then taken
+from the new copy (:meth:`~npusched.heuristics.scheduling.lifetimes.Lifetimes.share`).
 
 **Relays through DRAM.** Where the memories bind, an activation's copy for another core goes
 by a write-back from its producer's core and a re-fetch (moves of kinds ``evict`` and
@@ -110,7 +112,7 @@ from typing import NoReturn, Protocol
 import numpy as np
 
 from npusched.heuristics.scheduling.candidates import Candidates, Key
-from npusched.heuristics.scheduling.lifetimes import Lifetimes
+from npusched.heuristics.scheduling.lifetimes import Fetch, Lifetimes
 from npusched.heuristics.scheduling.memory_profile import Profile
 from npusched.heuristics.scheduling.routed_list import all_routes, earliest, route_id, timelines
 from npusched.problem.scheduling.dag import UopGraph
@@ -293,6 +295,7 @@ class _Scheduler(Lifetimes):
         self.evictions = 0  # evictions so far (see fitting())
         self.unfit: dict[int, tuple[int, int]] = {}  # see fitting()
         self.first: dict[tuple[int, int], int] = {}  # first arrival (the required transfer)
+        self.fetches: dict[int, dict[int, Fetch]] = {}  # see share()
         self.evicted: dict[tuple[int, int], int] = {}  # evicted lifetime -> when it ended
         self.in_dram: dict[int, int] = {}  # activation -> end of its write-back
         self.rec: list[list[int]] = []  # [core, tensor, bits, alloc, free]
@@ -481,8 +484,7 @@ class _Scheduler(Lifetimes):
                                                self.routes[route_id(-1, c, inst.m)])):
                 a, (t, cyc), again = -1, via, True  # through DRAM: a re-fetch
                 route = self.routes[route_id(-1, c, inst.m)]
-            for x in route:
-                self.lines[x].add(t, cyc)
+            lanes = tuple(self.lines[x].add(t, cyc) for x in route)
             if a >= 0 and src < 0:  # forwarded: the holder's copy is read until it is sent
                 self.last_use[(src, a)] = max(self.last_use[(src, a)], t + cyc)
                 self.arrived[(src, c)] = t + cyc
@@ -496,11 +498,15 @@ class _Scheduler(Lifetimes):
                 self.moves.append((REFETCH, src, -1, c, t, t + cyc))
             else:
                 self.arrived[(src, c)] = self.first[(src, c)] = t + cyc
+                if src < 0 and space:  # a DRAM tensor's first copy here, from DRAM (share())
+                    self.fetches.setdefault(src, {})[c] = (t, cyc, route, lanes)
             if src < 0 and space and inst.forward:
                 self.serve_home(src, c, t + cyc if a >= 0 else 0, a)
             if space:
                 self.hold((src, c), t, space)
                 received.append((src, c))
+                if src < 0 and inst.forward:  # the later fetches of it, from here
+                    self.share(src, c, t + cyc)
             if src >= 0 and (src, c) not in self.sent and core[src] != c:
                 self.sent.add((src, c))  # the required send, from the core or from DRAM
                 home = (src, core[src])

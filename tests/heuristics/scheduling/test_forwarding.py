@@ -136,3 +136,28 @@ def test_stream_accelerators_forward(workload):
     plain = replace(inst, forward=False)
     alone = solve(plain, "list", threads=2)
     assert check(plain, alone.solution).ok and res.objective < alone.objective
+
+
+def test_a_fetch_booked_before_an_earlier_copy_becomes_a_forward_by_hand():
+    """Placed in the order P, Q, R, T, S (a given priority): R on core 1 reads weight W (8), but
+    core 1's memory (8) holds P's output until Q ends at 20, so W comes over the off-chip link
+    at [20, 24). S on core 0, placed later, gets W over the idle link at [0, 4). Core 1's
+    fetch then starts after core 0's copy is there: it becomes a forward from core 0, [20, 22)
+    at 4 a cycle, and the off-chip link carries W once (``Lifetimes.share``)."""
+    import numpy as np
+
+    inst = replace(instance([10, 10, 1, 1, 1], [(0, 1, 8), (3, 4, 1)], [1, 1, 1, 0, 0],
+                            dram=[(8, [2, 4])], capacity=[100, 8]), forward=True)  # fmt: skip
+    sched = memory_list_schedule(inst, np.arange(5))
+    assert check(inst, sched).ok
+    assert sched.start.tolist() == [0, 10, 24, 0, 4]
+    mv = sched.moves
+    assert [(MOVE_KINDS[k], s, d, a, b) for k, s, d, a, b in zip(
+        mv.kind, mv.src_core, mv.dst_core, mv.tstart, mv.tend, strict=True)] == [
+        ("forward", 0, 1, 20, 22)]  # fmt: skip
+    from npusched.problem.scheduling.routed import required_transfers
+
+    tr = required_transfers(inst, sched.core)
+    offchip = [(int(a), int(b)) for t, (a, b) in enumerate(zip(sched.tstart, sched.tend,
+               strict=True)) if b >= 0 and 2 in tr.route[t]]  # fmt: skip
+    assert offchip == [(0, 4)]  # W over the off-chip link once
