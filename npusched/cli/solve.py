@@ -214,9 +214,10 @@ def add_parser(sub: Any) -> None:
     s.add_argument(
         "--priority",
         default="blevel",
-        choices=["blevel", "asap", "alap", "latency", "memory"],
-        help="list-scheduling priority (also the warm start); with --memory Stream's latency "
-        "(default) or memory",
+        choices=["blevel", "asap", "alap", "latency", "memory", "critical"],
+        help="list-scheduling priority (also the warm start); with memories Stream's latency "
+        "or memory, or critical (the longest path to the end first); the default tries all "
+        "three and keeps the shortest (warm starts: latency)",
     )
     s.add_argument(
         "--weighted",

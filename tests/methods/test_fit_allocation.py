@@ -81,7 +81,7 @@ def test_the_list_takes_the_shorter_of_the_two_allocations():
     assert res.objective == shortest and check(inst, res.solution).ok
     res = solve(inst, "list")  # both priorities: no longer (here memory's is shorter)
     assert res.objective <= shortest and check(inst, res.solution).ok
-    assert res.stats["priority"] in ("latency", "memory")
+    assert res.stats["priority"] in ("latency", "memory", "critical")
 
 
 def test_the_layer_allocation_gives_each_layer_one_core_by_lpt():
@@ -224,8 +224,10 @@ def test_the_allocations_in_two_processes_give_the_serial_schedule(s):
     lists = [memory_list_schedule(with_allocation(inst, how), "latency")
              for how in ("weights", "routed", "layers")]  # fmt: skip
     assert serial.makespan(inst) == min(x.makespan(inst) for x in lists)
-    res = solve(inst, "list", threads=2)
-    assert res.objective == serial.makespan(inst) and check(inst, res.solution).ok
+    res = solve(inst, "list", threads=2)  # the default: all three priorities, the shortest
+    three = {p: memory_list_best(inst, p)[0].makespan(inst) for p in ("critical", *alone)}
+    assert res.objective == min(three.values()) == three[res.stats["priority"]]
+    assert res.objective <= serial.makespan(inst) and check(inst, res.solution).ok
 
 
 def test_no_allocation_that_fits_fails_alike_in_two_processes(monkeypatch):

@@ -198,8 +198,10 @@ def memory_list_schedule(
     stop_above: int | Limit | None = None,
 ) -> RoutedSchedule:
     """A :class:`RoutedSchedule` that keeps every core within ``inst.capacity`` (see the module
-    docstring); ``priority`` is Stream's ``latency`` or ``memory``, or a rank per μop (lower
-    first: a plan's order, :mod:`~npusched.heuristics.scheduling.plans`). With ``stop_above``
+    docstring); ``priority`` is Stream's ``latency`` or ``memory``, ``critical`` (the longest
+    path from a μop to the end at its core's latencies, longest first, then by ready time: the
+    upward rank of list scheduling, not Stream's), or a rank per μop (lower first: a plan's
+    order, :mod:`~npusched.heuristics.scheduling.plans`). With ``stop_above``
     the list raises :class:`Abandoned` as soon as a core's μops still to place cannot end by
     then: a caller that keeps the shortest of several schedules need not finish one that will
     be longer (a μop's end is final once placed, and the next on its core starts after it).
@@ -209,8 +211,9 @@ def memory_list_schedule(
     if isinstance(priority, np.ndarray):
         if priority.shape != (inst.n,):
             raise ValueError(f"a rank priority needs one value per μop, got {priority.shape}")
-    elif priority not in ("latency", "memory"):
-        raise ValueError(f"unknown memory-aware priority {priority!r}; choose latency or memory")
+    elif priority not in ("latency", "memory", "critical"):
+        raise ValueError(f"unknown memory-aware priority {priority!r}; "
+                         "choose latency, memory or critical")  # fmt: skip
     if not inst.fixed_allocation:
         if inst.preferred is None:
             raise ValueError("memory-aware scheduling needs a fixed (or preferred) allocation")
@@ -288,7 +291,9 @@ class _Scheduler(Lifetimes):
         self.left = np.bincount(self.core, weights=self.dur, minlength=m).astype(np.int64).tolist()
         self.recent: list[deque[int]] = [deque(maxlen=LOOKBACK) for _ in range(m)]
         self.layer = _layers(inst)
-        self.priority = priority
+        self.priority = (-g.tails(np.asarray(self.dur)).astype(np.int64)
+                         if isinstance(priority, str) and priority == "critical"
+                         else priority)  # fmt: skip
         self.sent: set[tuple[int, int]] = set()
         self.watch: list[dict[int, set[int]]] = [{} for _ in range(m)]  # see fitting()
         self.dirty: set[int] = set()

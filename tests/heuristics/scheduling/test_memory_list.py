@@ -284,10 +284,11 @@ def test_a_list_past_stop_above_is_abandoned(inst, priority):
 
 def test_solve_takes_streams_priorities():
     inst = instance([1, 1], [], [0, 0], dram=[(8, [0]), (8, [1])], capacity=[8, 8])
-    for priority in ("blevel", "latency", "memory"):
+    for priority in ("blevel", "latency", "memory", "critical"):
         res = solve(inst, "list", priority=priority)
         assert check(inst, res.solution).ok
-        assert res.stats["priority"] in ("latency", "memory")
+        assert res.stats["priority"] in ("latency", "memory", "critical")
+        assert priority == "blevel" or res.stats["priority"] == priority
     with pytest.raises(ValueError, match="priority latency or memory"):
         solve(inst, "list", priority="asap")
     # joint decides the allocation too, memory included (lifetimes present with their copies)
