@@ -159,8 +159,9 @@ def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
                      ) -> tuple[RoutedSchedule, str]:  # fmt: skip
     """The memory-aware list on the instance's allocation or, on a free one, the shortest of
     its schedules on the :data:`ALLOCATIONS` (:func:`list_cores`; among equals the first), for
-    each of the priorities ``priority`` names (Stream's ``latency`` and ``memory``: neither is
-    shorter on every pair, and a list of one is a fraction of the time the rest takes), and
+    each of the priorities ``priority`` names (Stream's ``latency`` and ``memory``, and
+    ``critical``, :func:`memory_priority`: none is shorter on every pair, and a list of one is
+    a fraction of the time the rest takes), and
     the priority of the one kept. The
     compute-only list spreads a layer's μops over every core, each fetching the layer's
     weights again; where the off-chip port is narrow (Stream's ``simba``: 8 bytes a cycle for
