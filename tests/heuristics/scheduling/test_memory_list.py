@@ -258,7 +258,7 @@ def memory_instances(draw):
 
 
 @settings(max_examples=400, deadline=None)
-@given(memory_instances(), st.sampled_from(["latency", "memory"]))
+@given(memory_instances(), st.sampled_from(["latency", "memory", "critical"]))
 def test_every_schedule_keeps_within_memory(inst, priority):
     """Every instance gets a schedule (every core has a route to DRAM, so eviction can always
     make room for a μop's own operands), and every schedule passes verify, capacities and
@@ -270,7 +270,7 @@ def test_every_schedule_keeps_within_memory(inst, priority):
     assert sched.makespan(inst) >= inst.lower_bound()
 
 
-@given(memory_instances(), st.sampled_from(["latency", "memory"]))
+@given(memory_instances(), st.sampled_from(["latency", "memory", "critical"]))
 def test_a_list_past_stop_above_is_abandoned(inst, priority):
     """Given its own makespan as ``stop_above`` the list gives the same schedule; given one
     cycle less it is abandoned (its last μop ends after that)."""
@@ -476,7 +476,7 @@ def _same_as_full_checks(inst, priority):
     return fast
 
 
-@given(memory_instances(), st.sampled_from(["latency", "memory"]))
+@given(memory_instances(), st.sampled_from(["latency", "memory", "critical"]))
 def test_passing_over_known_misfits_changes_no_decision(inst, priority):
     """The list passes over a candidate whose space, computed when it did not fit, still exceeds
     its core's room; an eviction does not make it look again (it can only add to what a
