@@ -12,6 +12,8 @@ from npusched.cli.args import (
     flag,
     machine_options,
     output_file,
+    positive_float,
+    positive_int,
 )
 
 
@@ -62,11 +64,12 @@ def run(args: argparse.Namespace) -> int:
         lacks, or a partition that does not fit the cores' memories.
     """
     from npusched.arch import load_arch
-    from npusched.io import write_instance
     from npusched.partition.api import partition_network, priced_arch, resolve_network
 
     net = resolve_network(args.network, dims_of(args))
     arch = priced_arch(net, load_arch(args.arch), precision_of(args.precision))
+    if args.cn == "search":
+        return _search(args, net, arch)
     cn = None
     if args.cn:
         cn = {}
@@ -85,6 +88,14 @@ def run(args: argparse.Namespace) -> int:
         machine=args.machine,
         cost=cost_model_of(args, arch),
     )
+    _wrote(args, inst, net, arch)
+    return 0
+
+
+def _wrote(args: argparse.Namespace, inst: Any, net: Any, arch: Any) -> None:
+    """Write the instance to ``--output`` and say what it holds."""
+    from npusched.io import write_instance
+
     write_instance(inst, args.output)
     print(
         f"wrote {args.output}: {inst.n} μops, {inst.graph.num_edges} edges on {inst.m} cores "
@@ -94,6 +105,28 @@ def run(args: argparse.Namespace) -> int:
     if fallbacks := inst.source.get("cost_fallbacks"):
         print(f"  {len(fallbacks)} tile shapes took the analytic latency instead: "
               f"{fallbacks[0]}{' ...' if len(fallbacks) > 1 else ''}")  # fmt: skip
+
+
+def _search(args: argparse.Namespace, net: Any, arch: Any) -> int:
+    """``--cn search``: the cut of the stream scheme whose memory-aware list is shortest
+    (:func:`~npusched.search.cuts.search_cut`) within ``--time-limit``; its instance is
+    written, and every cut tried printed."""
+    from tabulate import tabulate
+
+    from npusched.search.cuts import cut_name, search_cut, tried_table
+
+    if args.scheme != "stream" or args.machine != "routed":
+        raise ValueError("--cn search searches the stream scheme's cuts on the routed machine")
+    found = search_cut(net, arch, time_limit=args.time_limit, threads=args.threads,
+                       cost=cost_model_of(args, arch), progress=True)  # fmt: skip
+    rows = tried_table(found)
+    cols = ["cut", "uops", "makespan", "seconds", "kept", "note"]
+    print(tabulate([[r[c] for c in cols] for r in rows], headers=cols))
+    print(f"kept {cut_name(found.cn)}: the list's {found.result.objective:,.0f} cycles, "
+          f"{len(rows)} cuts in {found.seconds:.1f} s"
+          f"{'' if found.complete else ' (stopped at --time-limit)'}")  # fmt: skip
+    found.instance.source["cut_search"] = rows
+    _wrote(args, found.instance, net, arch)
     return 0
 
 
@@ -107,8 +140,14 @@ def add_parser(sub: Any) -> None:
     pa.add_argument("--scheme", required=True, choices=["klotski", "stream", "flexer"])
     pa.add_argument("--s", help="klotski: μtensor H,W,IC,OC")
     flag(pa, "--no-align", "klotski: do not round IC/OC up to the PE array")
-    pa.add_argument("--cn", help="stream: CN loops, e.g. OY=1 or K=16,OY=4 (default OY=1, "
-                    "with K halved in a layer whose CN fits no core)")
+    pa.add_argument("--cn", help="stream: CN loops, e.g. OY=1 or K=16,OY=4 (default OY=1; "
+                    "without K, K halved in a layer whose CN fits no core), or search: the cut "
+                    "whose memory-aware list is shortest")
+    pa.add_argument("--time-limit", type=positive_float, default=60.0,
+                    help="--cn search: seconds the search may take (default 60; the default "
+                    "cut always runs)")
+    pa.add_argument("--threads", type=positive_int, default=1,
+                    help="--cn search: processes of the list's allocations (default 1)")
     pa.add_argument("--tiles", help="flexer: tile sizes OC,OH,OW,IC")
     pa.add_argument("--loop-order", default="K,OY,OX,C", help="flexer: loop order, outermost first")
     pa.add_argument("--precision", default="arch", metavar="arch|workload|BITS",

@@ -155,7 +155,7 @@ def with_allocation(instance: RoutedInstance, how: str = "compute") -> RoutedIns
 
 
 def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
-                     threads: int = 1, deadline: float | None = None
+                     threads: int = 1, deadline: float | None = None, stop: int | None = None
                      ) -> tuple[RoutedSchedule, str]:  # fmt: skip
     """The memory-aware list on the instance's allocation or, on a free one, the shortest of
     its schedules on the :data:`ALLOCATIONS` (:func:`list_cores`; among equals the first), for
@@ -174,13 +174,17 @@ def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
     once it is longer than another. In a daemonic process (a Dask worker), which may not
     start processes, they run one after the other. The first priority's lists always run to
     the end; the later ones stop at ``deadline`` (a ``time.perf_counter()`` value: ``solve``'s
-    time limit), so a time limit bounds what the second priority adds.
+    time limit), so a time limit bounds what the second priority adds. With ``stop``, every
+    list is abandoned once it is longer than that too (a schedule found elsewhere, such as
+    another cut's: :func:`~npusched.search.cuts.search_cut`).
 
     Raises
     ------
     MemoryDeadlock
         No allocation fits the memories, even by evicting, or none can be fitted to them
         (:func:`fit_allocation`): the first one's reason.
+    Abandoned
+        With ``stop``: every list became longer than it.
     """
     priorities = (priority,) if isinstance(priority, str) else tuple(priority)
     if instance.fixed_allocation or instance.preferred is not None:
@@ -192,9 +196,9 @@ def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
     runs = [(how, p, None if p == priorities[0] else deadline) for p in priorities for how in hows]
     if (threads > 1 and len(runs) > 1 and "fork" in multiprocessing.get_all_start_methods()
             and not multiprocessing.current_process().daemon):  # (a Dask worker may not fork)
-        outcomes = _in_parallel(instance, runs, threads)
+        outcomes = _in_parallel(instance, runs, threads, stop)
     else:
-        outcomes, shortest = [], None
+        outcomes, shortest = [], stop
         for how, p, until in runs:
             outcomes.append(_allocation_list(instance, how, p, shortest, until))
             if isinstance(outcomes[-1], RoutedSchedule):
@@ -203,6 +207,8 @@ def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
     done = [(s, p) for s, (_, p, _) in zip(outcomes, runs, strict=True)
             if isinstance(s, RoutedSchedule)]  # fmt: skip
     if not done:
+        if all(isinstance(e, Abandoned) for e in outcomes):
+            raise Abandoned(f"every list became longer than {stop}")
         failed = next(e for e in outcomes if not isinstance(e, Abandoned | RoutedSchedule))
         raise MemoryDeadlock(f"no allocation of the list fits the memories: {failed}")
     return min(done, key=lambda d: d[0].makespan(instance))  # the first of the shortest
@@ -248,12 +254,12 @@ _WORKER: dict[str, Any] = {}  # a forked process's instance and shared shortest 
 
 
 def _in_parallel(instance: RoutedInstance, runs: list[tuple[str, str, float | None]],
-                 threads: int) -> list[Outcome]:  # fmt: skip
+                 threads: int, stop: int | None = None) -> list[Outcome]:  # fmt: skip
     """:func:`_allocation_list` of each (allocation, priority, deadline) of ``runs`` in up to
     ``threads`` forked processes (the instance is inherited, not copied), which share the
-    shortest makespan so far."""
+    shortest makespan so far (at first ``stop``)."""
     ctx = multiprocessing.get_context("fork")
-    shortest = ctx.Value("q", OPEN)
+    shortest = ctx.Value("q", OPEN if stop is None else stop)
     workers = min(threads, len(runs))
     pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
                                initargs=(instance, shortest, workers))  # fmt: skip

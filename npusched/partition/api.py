@@ -110,15 +110,16 @@ def scheme_tilings(
         if why := memory_violation(net, view, tilings):
             raise ValueError(f"{why}; choose a smaller --s")
         return tilings, {"s": list(s)}
-    if scheme == "stream" and cn is None:
+    if scheme == "stream":
+        outer = {"OY": 1} if cn is None else dict(cn)
+        if "K" in outer:
+            return {ly.name: stream_tiling(net, ly, outer) for ly in net.layers}, {"cn": outer}
         cap = max((c.memory_bytes for c in view.cores if c.memory_bytes), default=None)
         elem = view.elem_bytes
-        tilings = {ly.name: stream_default_tiling(net, ly, cap, elem) for ly in net.layers}
+        tilings = {ly.name: stream_default_tiling(net, ly, cap, elem, outer)
+                   for ly in net.layers}  # fmt: skip
         cut_k = {name: int(t.lengths(0).max()) for name, t in tilings.items() if t.counts[0] > 1}
-        return tilings, {"cn": {"OY": 1}, **({"cn_k": cut_k} if cut_k else {})}
-    if scheme == "stream":
-        outer = dict(cn or {})
-        return {ly.name: stream_tiling(net, ly, outer) for ly in net.layers}, {"cn": outer}
+        return tilings, {"cn": outer, **({"cn_k": cut_k} if cut_k else {})}
     if tiles is None:
         raise ValueError("the flexer scheme needs --tiles OC,OH,OW,IC")
     return {ly.name: flexer_tiling(net, ly, tiles) for ly in net.layers}, {"tiles": list(tiles)}

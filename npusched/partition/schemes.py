@@ -70,15 +70,17 @@ def stream_tiling(net: Network, layer: Layer, outer: Mapping[str, int]) -> Tilin
     return Tiling.regular(ext, _fits(layer, ext, tiles))  # type: ignore[arg-type]
 
 
-def stream_default_tiling(net: Network, layer: Layer, cap: int | None, elem_bytes: int) -> Tiling:
-    """Stream's CNs when none are given: one per output row (``OY = 1``), the output channels
-    ``K`` halved (rounded up) while the largest CN (:func:`footprint`) exceeds ``cap``, the
-    largest core memory (a CN may run on any core and must fit one), as the columns of a
-    tensor program's CNs are (:func:`~npusched.partition.tensor.fitting_cut`). A layer
-    whose rows fit is cut as before; one whose weights alone exceed a core (ResNet-18's last
-    3 × 3 convolutions on Stream's ``tpu_like_quad_core``) gets CNs that each hold a block of
-    its filters, as Stream's inter-core tiling of ``K`` does."""
-    outer = {"OY": 1}
+def stream_default_tiling(net: Network, layer: Layer, cap: int | None, elem_bytes: int,
+                          outer: Mapping[str, int] | None = None) -> Tiling:  # fmt: skip
+    """Stream's CNs where ``K`` is not given: the loops ``outer`` (default one CN per output
+    row, ``OY = 1``), the output channels ``K`` halved (rounded up) while the largest CN
+    (:func:`footprint`) exceeds ``cap``, the largest core memory (a CN may run on any core and
+    must fit one), as the columns of a tensor program's CNs are when ``N`` is not given
+    (:func:`~npusched.partition.tensor.fitting_cut`). A layer whose rows fit is cut as before;
+    one whose weights alone exceed a core (ResNet-18's last 3 × 3 convolutions on Stream's
+    ``tpu_like_quad_core``) gets CNs that each hold a block of its filters, as Stream's
+    inter-core tiling of ``K`` does."""
+    outer = dict(outer) if outer is not None else {"OY": 1}
     tiling = stream_tiling(net, layer, outer)
     k = int(tiling.lengths(0).max())
     while cap is not None and k > 1 and footprint(layer, net, tiling, elem_bytes) > cap:

@@ -277,3 +277,18 @@ def test_a_worker_that_dies_ends_the_list_as_out_of_memory(monkeypatch):
                         lambda *args: os.kill(os.getpid(), signal.SIGKILL))  # fmt: skip
     with pytest.raises(MemoryError, match="ended without an answer"):
         memory_list_best(fsrcnn((64, 64, 32, 32)), "latency", threads=2)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_stop_abandons_every_list_longer_than_it(threads):
+    """``stop`` (another cut's makespan) abandons the lists as the shortest so far does: at
+    the makespan the same schedule comes back, one cycle below it none does."""
+    from npusched.heuristics.scheduling.memory_list import Abandoned
+
+    inst = fsrcnn((64, 64, 32, 32))
+    best = memory_list_best(inst, "latency", threads=threads)[0]
+    span = best.makespan(inst)
+    again = memory_list_best(inst, "latency", threads=threads, stop=span)[0]
+    assert again.makespan(inst) == span and check(inst, again).ok
+    with pytest.raises(Abandoned, match=f"longer than {span - 1}"):
+        memory_list_best(inst, "latency", threads=threads, stop=span - 1)

@@ -402,7 +402,7 @@ def test_a_uop_over_its_core_memory_says_how_to_cut_finer():
 
     net, arch = resolve_network("resnet18"), load_arch("stream-hetero")
     with pytest.raises(ValueError, match=r"μop \d+ needs .* cut finer with more CNs per layer"):
-        partition_network(net, arch, "stream", cn={"OY": 1})
+        partition_network(net, arch, "stream", cn={"OY": 1, "K": 512})  # the filters whole
     inst = partition_network(net, arch, "stream", cn={"K": 16, "OY": 1})
     assert inst.n > 0
 

@@ -1,0 +1,230 @@
+"""Stream's mapping search, on the CN cut: cuts of the ``stream`` scheme, each scheduled by the
+memory-aware list and verified, the shortest kept.
+
+Stream 2.1.1 does not price one mapping of a workload and stop. Its mapping generation
+(``stream/stages/generation/mapping_generation.py``) evaluates up to ``max_nb_mappings`` = 200
+variants, each layer type split over several core counts (``layer_core_splits``), and keeps the
+one of least latency; its generic generator (``stream/mapping/generic_generator.py``,
+``_factor_split_across_dims``) splits every layer over all the cores that may run it, along its
+parallel dimensions, largest first. The cut decides how many CNs a layer has and how large each
+is, and one cut does not suit every accelerator. On ``tpu_v7_ironwood`` (eight 256-wide MXUs)
+ResNet-18's default cut, one output row per CN with the filters whole, leaves its last 3 × 3
+convolutions as 7 CNs, each reading all 9.4 MB of the layer's weights, so each such layer runs
+on one MXU after one HBM link has fetched its weights. Cut into blocks of 64 filters, each such
+layer becomes 8 CNs that the cores share, and each CN fetches an eighth of the weights.
+
+**The cuts** (:func:`cut_axes`). For a CNN, the CN loops ``OY`` (rows per CN: :data:`ROWS`, up
+to the tallest output) and ``K`` (filters per CN: fitted to the largest core as by default, or
+one of the :data:`HALVINGS` largest powers of two below the most filters of any layer). For a
+tensor program, ``M`` (rows per CN: the default share of the rows over the cores, or a power
+of two up to the most rows) and ``N`` (columns per CN: fitted as by default, or one of the
+:data:`HALVINGS` largest powers of two below the widest output). The values are the same
+powers of two on every machine, and none is fitted to a pair.
+
+**The search** (:func:`search_cut`, ours). A coordinate descent from the default cut: along
+each axis in turn, every value with the others kept, and the shortest cut so far is kept. The
+descent repeats until a pass improves nothing or the time is up. Every cut is partitioned on
+one machine view, whose cost model prices each distinct tile once. It is then scheduled by
+``solve(instance, "list")`` (every allocation and priority of the memory-aware list) and
+verified; its lists are abandoned once longer than the shortest cut's so far, so a cut that
+loses costs less than its whole list. The default cut is evaluated first, whatever the time
+limit. A cut whose CNs fit no core is recorded with the partition's reason, and so is one
+whose list finds no schedule or is abandoned.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdm import tqdm
+
+from npusched.arch.model import Arch
+from npusched.costmodel import CostModel
+from npusched.heuristics.scheduling.memory_list import Abandoned, MemoryDeadlock
+from npusched.methods import solve
+from npusched.methods.routed import memory_list_best, memory_priority
+from npusched.methods.scheduling import heuristic_result
+from npusched.partition.api import partition_network
+from npusched.problem.scheduling.machine_view import MachineView
+from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
+from npusched.solvers.result import Result
+from npusched.verify import check
+from npusched.workload.network import Network
+from npusched.workload.tensor import TensorProgram
+
+HALVINGS = 4
+"""How many powers of two below the most filters or columns the cuts of ``K`` or ``N`` take
+(:func:`cut_axes`)."""
+
+ROWS = (1, 2, 4, 8, 16)
+"""Rows per CN of a CNN (``OY``) among the cuts (those up to the tallest output)."""
+
+Cut = tuple[tuple[str, int], ...]
+"""A cut: the CN loops given, sorted by name (an empty one: the scheme's default)."""
+
+
+@dataclass(frozen=True)
+class Tried:
+    """One cut evaluated: its μops, the list's verified makespan (``None``: no schedule, for
+    ``note``'s reason) and the seconds its partition and list took."""
+
+    cn: dict[str, int]
+    uops: int | None
+    makespan: int | None
+    seconds: float
+    note: str = ""
+
+
+@dataclass
+class CutSearch:
+    """The shortest cut found: its loops (``cn``; empty: the default cut), its instance and
+    the list's result on it, every cut tried in order, and whether the descent ended by itself
+    (``complete``) rather than at the time limit."""
+
+    cn: dict[str, int]
+    instance: RoutedInstance
+    result: Result
+    tried: list[Tried] = field(default_factory=list)
+    seconds: float = 0.0
+    complete: bool = True
+
+
+def _halved(size: int) -> list[int]:
+    """The powers of two below ``size``, the :data:`HALVINGS` largest."""
+    top = (size - 1).bit_length() - 1
+    return [2**k for k in range(top, max(top - HALVINGS, -1), -1)]
+
+
+def cut_axes(workload: Network | TensorProgram) -> dict[str, list[int | None]]:
+    """The values of each CN loop the search tries (module docstring); ``None``: the loop not
+    given (the default)."""
+    if isinstance(workload, TensorProgram):
+        outs = [workload.tensors[op.output].shape for op in workload.ops]
+        rows = max((s[-2] for s in outs if len(s) > 1), default=1)
+        cols = max(s[-1] for s in outs)
+        powers = [2**k for k in range(rows.bit_length()) if 2**k <= rows]
+        return {"M": [None, *powers], "N": [None, *_halved(cols)]}
+    heights = [workload.shapes[ly.name][1] for ly in workload.layers]
+    filters = max(workload.shapes[ly.name][0] for ly in workload.layers)
+    return {"OY": [r for r in ROWS if r <= max(heights)], "K": [None, *_halved(filters)]}
+
+
+def _key(cn: Mapping[str, int | None]) -> Cut:
+    return tuple(sorted((k, int(v)) for k, v in cn.items() if v is not None))
+
+
+def search_cut(workload: Network | TensorProgram, arch: Arch | MachineView, *,
+               time_limit: float | None = None, threads: int = 1,
+               cost: str | CostModel = "analytic",
+               precision: str | int = "arch", progress: bool = False) -> CutSearch:  # fmt: skip
+    """The shortest cut of ``workload`` on ``arch`` by the memory-aware list (module docstring),
+    within ``time_limit`` seconds (the default cut always runs; none: until the descent ends),
+    the lists on ``threads`` processes; ``cost`` and ``precision`` as in
+    :func:`~npusched.partition.api.partition_network`.
+
+    Raises
+    ------
+    ValueError
+        The default cut does not partition or no list schedules it: the reason.
+    """
+    t0 = time.perf_counter()
+    deadline = None if time_limit is None else t0 + time_limit
+    view = MachineView.of(arch)
+    axes = cut_axes(workload)
+    seen: dict[Cut, Tried] = {}
+    best: tuple[int, Cut, RoutedInstance, Result] | None = None
+    bar = tqdm(desc="cuts", unit="cut", disable=not progress)
+
+    def evaluate(cut: Cut) -> None:
+        nonlocal best
+        t = time.perf_counter()
+        left = None if deadline is None else max(deadline - t, 0.01)
+        try:
+            inst = partition_network(workload, view, "stream", cn=dict(cut) or None,
+                                     cost=cost, precision=precision)  # fmt: skip
+        except ValueError as err:
+            seen[cut] = Tried(dict(cut), None, None, time.perf_counter() - t, str(err))
+            bar.update()
+            return
+        assert isinstance(inst, RoutedInstance)
+        res, note = _listed(inst, threads, left, best[0] if best else None)
+        sched = res.solution if res is not None else None
+        ok = isinstance(sched, RoutedSchedule) and check(inst, sched).ok
+        span = int(res.objective) if ok and res is not None and res.objective else None
+        seen[cut] = Tried(dict(cut), inst.n, span, time.perf_counter() - t,
+                          note if span is None else "")  # fmt: skip
+        if span is not None and res is not None and (best is None or span < best[0]):
+            best = (span, cut, inst, res)
+        bar.update()
+        bar.set_postfix(best=best[0] if best else None)
+
+    current: dict[str, int | None] = {name: None for name in axes}
+    if "OY" in axes:
+        current["OY"] = 1
+    evaluate(())  # the default cut (OY = 1 for a CNN, its K fitted)
+    if best is None:
+        bar.close()
+        raise ValueError(f"the default cut: {seen[()].note}")
+    complete, improved = True, True
+    while improved and complete:
+        improved = False
+        for name, values in axes.items():
+            for v in values:
+                cut = _key({**current, name: v})
+                if cut in seen or cut == _key({"OY": 1}):
+                    continue
+                if deadline is not None and time.perf_counter() >= deadline:
+                    complete = False
+                    break
+                before = best[0]
+                evaluate(cut)
+                if best[0] < before:
+                    improved = True
+            if not complete:
+                break
+            current = {**{n: None for n in axes}, **dict(best[1])}
+            if "OY" in axes and current["OY"] is None:
+                current["OY"] = 1
+    bar.close()
+    span, cut, inst, res = best
+    return CutSearch(dict(cut), inst, res, list(seen.values()),
+                     time.perf_counter() - t0, complete)  # fmt: skip
+
+
+def _listed(inst: RoutedInstance, threads: int, left: float | None, stop: int | None
+            ) -> tuple[Result | None, str]:  # fmt: skip
+    """``solve(inst, "list")`` (no result: why), its lists abandoned once longer than ``stop``
+    (:func:`~npusched.methods.routed.memory_list_best`) where the machine has memories."""
+    if inst.capacity is None:
+        res = solve(inst, "list", threads=threads, time_limit=left)
+        return res, res.message or "no verified schedule"
+    deadline = None if left is None else time.perf_counter() + left
+    try:
+        sched, priority = memory_list_best(inst, memory_priority("blevel"), threads, deadline,
+                                           stop)  # fmt: skip
+    except Abandoned:
+        return None, f"longer than {stop:,} cycles, the shortest cut's so far (abandoned)"
+    except MemoryDeadlock as err:
+        return None, str(err)
+    res = heuristic_result("list", inst, sched)
+    res.stats["priority"] = priority
+    return res, ""
+
+
+def cut_name(cn: Mapping[str, int]) -> str:
+    """A cut as ``K=64,OY=8`` (``default``: the default cut)."""
+    return ",".join(f"{k}={v}" for k, v in sorted(cn.items())) or "default"
+
+
+def tried_table(search: CutSearch) -> list[dict[str, Any]]:
+    """The cuts tried as rows (``cn`` as ``K=64,OY=8``; ``default`` for the default cut), the
+    kept one marked."""
+    rows = []
+    for t in search.tried:
+        rows.append({"cut": cut_name(t.cn), "uops": t.uops, "makespan": t.makespan,
+                     "seconds": round(t.seconds, 2), "kept": t.cn == search.cn,
+                     "note": t.note})  # fmt: skip
+    return rows

@@ -1,0 +1,83 @@
+"""The search of Stream's CN cut (npusched.search.cuts): the cuts tried, the shortest verified
+one kept, the time limit, and the ``partition --cn search`` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from npusched.arch import load_arch
+from npusched.methods import solve
+from npusched.partition.api import partition_network, resolve_network
+from npusched.search.cuts import HALVINGS, ROWS, cut_axes, cut_name, search_cut
+from npusched.verify import check
+from npusched.workload.transformers import encoder_layer
+
+
+def test_the_cuts_are_powers_of_two_below_the_workload_sizes():
+    net = resolve_network("resnet18")
+    axes = cut_axes(net)
+    tallest = max(net.shapes[ly.name][1] for ly in net.layers)
+    filters = max(net.shapes[ly.name][0] for ly in net.layers)  # the classifier's 1 000
+    assert axes["OY"] == [r for r in ROWS if r <= tallest]
+    assert axes["K"][0] is None and len(axes["K"]) == HALVINGS + 1
+    ks = axes["K"][1:]
+    assert all(k < filters and k & (k - 1) == 0 for k in ks) and ks[0] * 2 > filters
+    prog = encoder_layer("enc", 16, 32, 4, 64)
+    axes = cut_axes(prog)
+    assert axes["M"] == [None, 1, 2, 4, 8, 16]
+    assert axes["N"][0] is None and all(n < 64 and n & (n - 1) == 0 for n in axes["N"][1:])
+
+
+def test_a_cut_without_k_fits_its_filters_to_the_largest_core():
+    """``cn`` without ``K`` halves a layer's filters while its CN exceeds the largest core, as
+    the default does; with ``K`` given, the filters are cut as told and may not fit."""
+    net, arch = resolve_network("resnet18"), load_arch("stream-hetero")
+    inst = partition_network(net, arch, "stream", cn={"OY": 2})
+    assert inst.source["cn"] == {"OY": 2} and inst.source["cn_k"]
+    with pytest.raises(ValueError, match="cut finer"):
+        partition_network(net, arch, "stream", cn={"OY": 2, "K": 512})
+
+
+@pytest.mark.parametrize("workload", ["lenet", "enc"])
+def test_the_search_keeps_the_shortest_verified_cut(workload):
+    net = encoder_layer("enc", 16, 32, 4, 64) if workload == "enc" else resolve_network(workload)
+    arch = load_arch("stream-hetero")
+    found = search_cut(net, arch, time_limit=60)
+    assert found.tried[0].cn == {}  # the default first
+    spans = [t.makespan for t in found.tried if t.makespan is not None]
+    assert len(found.tried) > 1 and found.result.objective == min(spans)
+    kept = next(t for t in found.tried if t.cn == found.cn)
+    assert kept.makespan == found.result.objective and kept.uops == found.instance.n
+    assert check(found.instance, found.result.solution).ok
+    again = partition_network(net, arch, "stream", cn=found.cn or None)  # the cut it names
+    assert again.n == found.instance.n
+    assert check(again, solve(again, "list").solution).ok
+    assert len({cut_name(t.cn) for t in found.tried}) == len(found.tried)  # each cut once
+
+
+def test_the_search_stops_at_its_time_limit_after_the_default_cut():
+    net, arch = resolve_network("lenet"), load_arch("stream-hetero")
+    found = search_cut(net, arch, time_limit=1e-6)
+    assert [t.cn for t in found.tried] == [{}] and not found.complete
+    assert found.cn == {} and check(found.instance, found.result.solution).ok
+
+
+def test_partition_command_searches_the_cut(tmp_path):
+    from conftest import run_cli
+
+    out = run_cli("partition", "--network", "lenet", "--arch", "stream-hetero", "--scheme",
+                  "stream", "--cn", "search", "--time-limit", "60", "-o", tmp_path / "i.json")
+    assert out.returncode == 0, out.stderr
+    assert "kept " in out.stdout and "makespan" in out.stdout
+    source = json.loads((tmp_path / "i.json").read_text())["source"]
+    assert sum(r["kept"] for r in source["cut_search"]) == 1
+    solved = run_cli("solve", tmp_path / "i.json", "--method", "list", "--out", tmp_path / "s.json")
+    assert solved.returncode == 0, solved.stderr
+    ver = run_cli("verify", tmp_path / "i.json", tmp_path / "s.json")
+    assert ver.returncode == 0, ver.stdout + ver.stderr
+    bad = run_cli("partition", "--network", "lenet", "--arch", "stream-hetero", "--scheme",
+                  "klotski", "--cn", "search", "-o", tmp_path / "j.json")
+    assert bad.returncode == 2 and "--cn search" in bad.stderr
+    assert "Traceback" not in bad.stderr and not (tmp_path / "j.json").exists()
