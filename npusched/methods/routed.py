@@ -155,8 +155,8 @@ def with_allocation(instance: RoutedInstance, how: str = "compute") -> RoutedIns
 
 
 def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
-                     threads: int = 1, deadline: float | None = None, stop: int | None = None
-                     ) -> tuple[RoutedSchedule, str]:  # fmt: skip
+                     threads: int = 1, deadline: float | None = None, stop: int | None = None,
+                     strict: bool = False) -> tuple[RoutedSchedule, str]:  # fmt: skip
     """The memory-aware list on the instance's allocation or, on a free one, the shortest of
     its schedules on the :data:`ALLOCATIONS` (:func:`list_cores`; among equals the first), for
     each of the priorities ``priority`` names (Stream's ``latency`` and ``memory``, and
@@ -176,7 +176,8 @@ def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
     the end; the later ones stop at ``deadline`` (a ``time.perf_counter()`` value: ``solve``'s
     time limit), so a time limit bounds what the second priority adds. With ``stop``, every
     list is abandoned once it is longer than that too (a schedule found elsewhere, such as
-    another cut's: :func:`~npusched.search.cuts.search_cut`).
+    another cut's: :func:`~npusched.search.cuts.search_cut`), and with ``strict`` the first
+    priority's lists stop at ``deadline`` too.
 
     Raises
     ------
@@ -184,7 +185,8 @@ def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
         No allocation fits the memories, even by evicting, or none can be fitted to them
         (:func:`fit_allocation`): the first one's reason.
     Abandoned
-        With ``stop``: every list became longer than it.
+        With ``stop`` or ``strict``: every list became longer than ``stop`` or ran out of
+        time.
     """
     priorities = (priority,) if isinstance(priority, str) else tuple(priority)
     if instance.fixed_allocation or instance.preferred is not None:
@@ -193,7 +195,8 @@ def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
         hows = ALLOCATIONS if instance.layer is not None else ALLOCATIONS[:2]
         if instance.forward and spread_fits(instance):  # a weight's readers share one fetch
             hows += ("compute",)
-    runs = [(how, p, None if p == priorities[0] else deadline) for p in priorities for how in hows]
+    runs = [(how, p, None if p == priorities[0] and not strict else deadline)
+            for p in priorities for how in hows]  # fmt: skip
     if (threads > 1 and len(runs) > 1 and "fork" in multiprocessing.get_all_start_methods()
             and not multiprocessing.current_process().daemon):  # (a Dask worker may not fork)
         outcomes = _in_parallel(instance, runs, threads, stop)
@@ -208,7 +211,7 @@ def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
             if isinstance(s, RoutedSchedule)]  # fmt: skip
     if not done:
         if all(isinstance(e, Abandoned) for e in outcomes):
-            raise Abandoned(f"every list became longer than {stop}")
+            raise Abandoned(f"every list became longer than {stop} or ran out of time")
         failed = next(e for e in outcomes if not isinstance(e, Abandoned | RoutedSchedule))
         raise MemoryDeadlock(f"no allocation of the list fits the memories: {failed}")
     return min(done, key=lambda d: d[0].makespan(instance))  # the first of the shortest

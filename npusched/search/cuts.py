@@ -17,9 +17,10 @@ layer becomes 8 CNs that the cores share, and each CN fetches an eighth of the w
 to the tallest output) and ``K`` (filters per CN: fitted to the largest core as by default, or
 one of the :data:`HALVINGS` largest powers of two below the most filters of any layer). For a
 tensor program, ``M`` (rows per CN: the default share of the rows over the cores, or a power
-of two up to the most rows) and ``N`` (columns per CN: fitted as by default, or one of the
-:data:`HALVINGS` largest powers of two below the widest output). The values are the same
-powers of two on every machine, and none is fitted to a pair.
+of two up to the most rows, at least the default's over :data:`FINER`) and ``N`` (columns per
+CN: fitted as by default, or one of the :data:`HALVINGS` largest powers of two below the
+widest output). The values are the same powers of two on every machine, and none is fitted to
+a pair.
 
 **The search** (:func:`search_cut`, ours). A coordinate descent from the default cut: along
 each axis in turn, every value with the others kept, and the shortest cut so far is kept. The
@@ -58,6 +59,12 @@ from npusched.workload.tensor import TensorProgram
 HALVINGS = 4
 """How many powers of two below the most filters or columns the cuts of ``K`` or ``N`` take
 (:func:`cut_axes`)."""
+
+FINER = 4
+"""A tensor program's cuts have at least the default's rows per CN over this: a cut of many
+times the default's μops costs as many times its partition and list (the LLaMA layer at 4 096
+tokens in one row per CN would be 256 times the default's 379 296 μops), and on the Stream
+bench no shortest cut has fewer rows than a quarter of the default's."""
 
 ROWS = (1, 2, 4, 8, 16)
 """Rows per CN of a CNN (``OY``) among the cuts (those up to the tallest output)."""
@@ -98,14 +105,17 @@ def _halved(size: int) -> list[int]:
     return [2**k for k in range(top, max(top - HALVINGS, -1), -1)]
 
 
-def cut_axes(workload: Network | TensorProgram) -> dict[str, list[int | None]]:
+def cut_axes(workload: Network | TensorProgram, view: MachineView | None = None
+             ) -> dict[str, list[int | None]]:  # fmt: skip
     """The values of each CN loop the search tries (module docstring); ``None``: the loop not
-    given (the default)."""
+    given (the default). With the machine ``view``, a tensor program's rows per CN are no
+    fewer than :data:`FINER` times fewer than the default's (its rows over the cores)."""
     if isinstance(workload, TensorProgram):
         outs = [workload.tensors[op.output].shape for op in workload.ops]
         rows = max((s[-2] for s in outs if len(s) > 1), default=1)
         cols = max(s[-1] for s in outs)
-        powers = [2**k for k in range(rows.bit_length()) if 2**k <= rows]
+        floor = -(-rows // view.m) / FINER if view is not None else 1
+        powers = [2**k for k in range(rows.bit_length()) if floor <= 2**k <= rows]
         return {"M": [None, *powers], "N": [None, *_halved(cols)]}
     heights = [workload.shapes[ly.name][1] for ly in workload.layers]
     filters = max(workload.shapes[ly.name][0] for ly in workload.layers)
@@ -133,7 +143,7 @@ def search_cut(workload: Network | TensorProgram, arch: Arch | MachineView, *,
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
     view = MachineView.of(arch)
-    axes = cut_axes(workload)
+    axes = cut_axes(workload, view)
     seen: dict[Cut, Tried] = {}
     best: tuple[int, Cut, RoutedInstance, Result] | None = None
     bar = tqdm(desc="cuts", unit="cut", disable=not progress)
@@ -202,11 +212,12 @@ def _listed(inst: RoutedInstance, threads: int, left: float | None, stop: int | 
         res = solve(inst, "list", threads=threads, time_limit=left)
         return res, res.message or "no verified schedule"
     deadline = None if left is None else time.perf_counter() + left
-    try:
+    try:  # (the default cut, stop None, runs to the end; another stops at the deadline too)
         sched, priority = memory_list_best(inst, memory_priority("blevel"), threads, deadline,
-                                           stop)  # fmt: skip
+                                           stop, strict=stop is not None)  # fmt: skip
     except Abandoned:
-        return None, f"longer than {stop:,} cycles, the shortest cut's so far (abandoned)"
+        return None, (f"abandoned: longer than {stop:,} cycles, the shortest cut's so far, or "
+                      "out of time")  # fmt: skip
     except MemoryDeadlock as err:
         return None, str(err)
     res = heuristic_result("list", inst, sched)

@@ -10,6 +10,7 @@ import pytest
 from npusched.arch import load_arch
 from npusched.methods import solve
 from npusched.partition.api import partition_network, resolve_network
+from npusched.problem.scheduling.machine_view import MachineView
 from npusched.search.cuts import HALVINGS, ROWS, cut_axes, cut_name, search_cut
 from npusched.verify import check
 from npusched.workload.transformers import encoder_layer
@@ -27,6 +28,9 @@ def test_the_cuts_are_powers_of_two_below_the_workload_sizes():
     prog = encoder_layer("enc", 16, 32, 4, 64)
     axes = cut_axes(prog)
     assert axes["M"] == [None, 1, 2, 4, 8, 16]
+    view = MachineView.of(load_arch("klotski-4x4"))  # 16 cores: 16 rows per CN by default
+    big = encoder_layer("enc", 256, 32, 4, 64)
+    assert cut_axes(big, view)["M"] == [None, 4, 8, 16, 32, 64, 128, 256]  # 16 rows / FINER
     assert axes["N"][0] is None and all(n < 64 and n & (n - 1) == 0 for n in axes["N"][1:])
 
 
