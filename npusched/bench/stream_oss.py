@@ -278,8 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m npusched.bench.stream_oss", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--time-limit", type=_limit, default=20.0,
-                   help="joint's seconds a pair (20), or 'stream': what is left of Stream's "
-                   "wall time on the pair after npusched's partition and list (at equal time)")
+                   help="seconds a pair (20): half to search the cut, the rest to joint on "
+                   "the cut kept; or 'stream': Stream's wall time on the pair (at equal time)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--stream-python", help="a Python with stream-dse 2.1.1: run Stream live")

@@ -107,19 +107,20 @@ def _halved(size: int) -> list[int]:
 
 def cut_axes(workload: Network | TensorProgram, view: MachineView | None = None
              ) -> dict[str, list[int | None]]:  # fmt: skip
-    """The values of each CN loop the search tries (module docstring); ``None``: the loop not
-    given (the default). With the machine ``view``, a tensor program's rows per CN are no
-    fewer than :data:`FINER` times fewer than the default's (its rows over the cores)."""
+    """The values of each CN loop the search tries (module docstring), in the order it tries
+    them: ``None`` (the loop not given: the default) first, then the coarsest cut first, whose
+    partition and list cost least. With the machine ``view``, a tensor program's rows per CN
+    are at least the default's (its rows over the cores) over :data:`FINER`."""
     if isinstance(workload, TensorProgram):
         outs = [workload.tensors[op.output].shape for op in workload.ops]
         rows = max((s[-2] for s in outs if len(s) > 1), default=1)
         cols = max(s[-1] for s in outs)
         floor = -(-rows // view.m) / FINER if view is not None else 1
-        powers = [2**k for k in range(rows.bit_length()) if floor <= 2**k <= rows]
+        powers = [2**k for k in range(rows.bit_length()) if floor <= 2**k <= rows][::-1]
         return {"M": [None, *powers], "N": [None, *_halved(cols)]}
     heights = [workload.shapes[ly.name][1] for ly in workload.layers]
     filters = max(workload.shapes[ly.name][0] for ly in workload.layers)
-    return {"OY": [r for r in ROWS if r <= max(heights)], "K": [None, *_halved(filters)]}
+    return {"OY": [r for r in ROWS[::-1] if r <= max(heights)], "K": [None, *_halved(filters)]}
 
 
 def _key(cn: Mapping[str, int | None]) -> Cut:

@@ -21,16 +21,16 @@ def test_the_cuts_are_powers_of_two_below_the_workload_sizes():
     axes = cut_axes(net)
     tallest = max(net.shapes[ly.name][1] for ly in net.layers)
     filters = max(net.shapes[ly.name][0] for ly in net.layers)  # the classifier's 1 000
-    assert axes["OY"] == [r for r in ROWS if r <= tallest]
+    assert axes["OY"] == [r for r in ROWS if r <= tallest][::-1]  # the coarsest first
     assert axes["K"][0] is None and len(axes["K"]) == HALVINGS + 1
     ks = axes["K"][1:]
     assert all(k < filters and k & (k - 1) == 0 for k in ks) and ks[0] * 2 > filters
     prog = encoder_layer("enc", 16, 32, 4, 64)
     axes = cut_axes(prog)
-    assert axes["M"] == [None, 1, 2, 4, 8, 16]
+    assert axes["M"] == [None, 16, 8, 4, 2, 1]
     view = MachineView.of(load_arch("klotski-4x4"))  # 16 cores: 16 rows per CN by default
     big = encoder_layer("enc", 256, 32, 4, 64)
-    assert cut_axes(big, view)["M"] == [None, 4, 8, 16, 32, 64, 128, 256]  # 16 rows / FINER
+    assert cut_axes(big, view)["M"] == [None, 256, 128, 64, 32, 16, 8, 4]  # 16 rows / FINER
     assert axes["N"][0] is None and all(n < 64 and n & (n - 1) == 0 for n in axes["N"][1:])
 
 
