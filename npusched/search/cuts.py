@@ -29,8 +29,11 @@ one machine view, whose cost model prices each distinct tile once. It is then sc
 ``solve(instance, "list")`` (every allocation and priority of the memory-aware list) and
 verified; its lists are abandoned once longer than the shortest cut's so far, so a cut that
 loses costs less than its whole list. The default cut is evaluated first, whatever the time
-limit. A cut whose CNs fit no core is recorded with the partition's reason, and so is one
-whose list finds no schedule or is abandoned.
+limit; the limit is checked before each cut and at each step of its lists, while a cut's
+partition and allocations run to their end. A cut whose CNs fit no core is recorded with the
+partition's reason, one whose list finds no schedule or is abandoned with why, and one whose
+instance has the size, edges and work of a cut tried before (a tensor program's default rows
+given explicitly) is not listed again.
 """
 
 from __future__ import annotations
@@ -146,6 +149,7 @@ def search_cut(workload: Network | TensorProgram, arch: Arch | MachineView, *,
     view = MachineView.of(arch)
     axes = cut_axes(workload, view)
     seen: dict[Cut, Tried] = {}
+    cuts: dict[tuple[int, int, int], Cut] = {}  # each instance's size, edges and work: its cut
     best: tuple[int, Cut, RoutedInstance, Result] | None = None
     bar = tqdm(desc="cuts", unit="cut", disable=not progress)
 
@@ -161,6 +165,13 @@ def search_cut(workload: Network | TensorProgram, arch: Arch | MachineView, *,
             bar.update()
             return
         assert isinstance(inst, RoutedInstance)
+        same = (inst.n, inst.graph.num_edges, int(inst.duration.sum()))
+        if same in cuts:  # (a tensor program's default rows given, say: the same CNs)
+            seen[cut] = Tried(dict(cut), inst.n, None, time.perf_counter() - t,
+                              f"the same CNs as {cut_name(dict(cuts[same]))}")  # fmt: skip
+            bar.update()
+            return
+        cuts[same] = cut
         res, note = _listed(inst, threads, left, best[0] if best else None)
         sched = res.solution if res is not None else None
         ok = isinstance(sched, RoutedSchedule) and check(inst, sched).ok

@@ -46,7 +46,8 @@ def test_a_cut_without_k_fits_its_filters_to_the_largest_core():
 
 @pytest.mark.parametrize("workload", ["lenet", "enc"])
 def test_the_search_keeps_the_shortest_verified_cut(workload):
-    net = encoder_layer("enc", 16, 32, 4, 64) if workload == "enc" else resolve_network(workload)
+    # 24 tokens over stream-hetero's 6 cores: 4 rows per CN by default, a cut the search has
+    net = encoder_layer("enc", 24, 32, 4, 64) if workload == "enc" else resolve_network(workload)
     arch = load_arch("stream-hetero")
     found = search_cut(net, arch, time_limit=60)
     assert found.tried[0].cn == {}  # the default first
@@ -59,6 +60,10 @@ def test_the_search_keeps_the_shortest_verified_cut(workload):
     assert again.n == found.instance.n
     assert check(again, solve(again, "list").solution).ok
     assert len({cut_name(t.cn) for t in found.tried}) == len(found.tried)  # each cut once
+    twins = [t for t in found.tried if t.note.startswith("the same CNs as")]
+    assert all(t.makespan is None for t in twins)
+    if workload == "enc":  # M=4 is the default's cut: noted, not listed again
+        assert [(t.cn, t.note) for t in twins] == [({"M": 4}, "the same CNs as default")]
 
 
 def test_the_search_stops_at_its_time_limit_after_the_default_cut():
