@@ -177,7 +177,8 @@ def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
     time limit), so a time limit bounds what the second priority adds. With ``stop``, every
     list is abandoned once it is longer than that too (a schedule found elsewhere, such as
     another cut's: :func:`~npusched.search.cuts.search_cut`), and with ``strict`` the first
-    priority's lists stop at ``deadline`` too.
+    priority's lists stop at ``deadline`` too, all but the first allocation's where no
+    ``stop`` is given (so that one list always ends with a schedule).
 
     Raises
     ------
@@ -195,8 +196,9 @@ def memory_list_best(instance: RoutedInstance, priority: str | tuple[str, ...],
         hows = ALLOCATIONS if instance.layer is not None else ALLOCATIONS[:2]
         if instance.forward and spread_fits(instance):  # a weight's readers share one fetch
             hows += ("compute",)
-    runs = [(how, p, None if p == priorities[0] and not strict else deadline)
-            for p in priorities for how in hows]  # fmt: skip
+    first = (hows[0], priorities[0]) if stop is None else None  # (with strict: still a list)
+    runs = [(how, p, None if p == priorities[0] and (not strict or (how, p) == first)
+             else deadline) for p in priorities for how in hows]  # fmt: skip
     if (threads > 1 and len(runs) > 1 and "fork" in multiprocessing.get_all_start_methods()
             and not multiprocessing.current_process().daemon):  # (a Dask worker may not fork)
         outcomes = _in_parallel(instance, runs, threads, stop)
