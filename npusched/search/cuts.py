@@ -233,8 +233,9 @@ def _listed(inst: RoutedInstance, threads: int, left: float | None, stop: int | 
         sched, priority = memory_list_best(inst, memory_priority("blevel"), threads, deadline,
                                            stop, strict=True)  # fmt: skip
     except Abandoned:
-        return None, (f"abandoned: longer than {stop:,} cycles, the shortest cut's so far, or "
-                      "out of time")  # fmt: skip
+        if deadline is not None and time.perf_counter() > deadline:
+            return None, "abandoned: out of time"
+        return None, f"abandoned: longer than {stop or 0:,} cycles, the shortest cut's so far"
     except MemoryDeadlock as err:
         return None, str(err)
     res = heuristic_result("list", inst, sched)

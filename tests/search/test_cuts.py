@@ -60,6 +60,10 @@ def test_the_search_keeps_the_shortest_verified_cut(workload):
     assert again.n == found.instance.n
     assert check(again, solve(again, "list").solution).ok
     assert len({cut_name(t.cn) for t in found.tried}) == len(found.tried)  # each cut once
+    for t in found.tried:  # each cut without a schedule says why
+        assert (t.makespan is None) == bool(t.note)
+        if t.note.startswith("abandoned: longer than"):
+            assert int(t.note.split()[3].replace(",", "")) >= found.result.objective
     twins = [t for t in found.tried if t.note.startswith("the same CNs as")]
     assert all(t.makespan is None for t in twins)
     if workload == "enc":  # M=4 is the default's cut: noted, not listed again
