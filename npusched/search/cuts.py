@@ -180,6 +180,8 @@ def search_cut(workload: Network | TensorProgram, arch: Arch | MachineView, *,
         sched = res.solution if res is not None else None
         ok = isinstance(sched, RoutedSchedule) and (not verify or check(inst, sched).ok)
         span = int(res.objective) if ok and res is not None and res.objective else None
+        if span is None and not note:  # (a schedule that failed verification)
+            note = "the list's schedule failed verification"
         seen[cut] = Tried(dict(cut), inst.n, span, time.perf_counter() - t,
                           note if span is None else "")  # fmt: skip
         if span is not None and res is not None and (best is None or span < best[0]):
