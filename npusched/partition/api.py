@@ -24,7 +24,7 @@ from npusched.costmodel import CostModel
 from npusched.partition.build import Layout, uop_edges
 from npusched.partition.costs import latency_table
 from npusched.partition.grid import Tiling
-from npusched.partition.instance import compute_instance, routed_instance
+from npusched.partition.instance import compute_instance, routed_instance, within_uops
 from npusched.partition.schemes import (
     flexer_tiling,
     klotski_tilings,
@@ -156,6 +156,7 @@ def partition_network(
     machine: str = "routed",
     cost: str | CostModel = "analytic",
     precision: str | int = "arch",
+    max_uops: int | None = None,
 ) -> RoutedInstance | SchedulingInstance:
     """Cut every layer of ``net`` by ``scheme`` and build its instance on ``arch`` (module
     docstring).
@@ -167,7 +168,9 @@ def partition_network(
     (Fig. 3c: the operation sequence of the loop nest). ``machine`` is ``routed`` or
     ``compute-only``; ``cost`` a cost model or its name (``analytic``, ``zigzag``, ``compute``;
     the compute-only machine takes ``compute`` unless told otherwise); ``precision`` the
-    element width every tensor and tile is priced at (:func:`priced_bits`). ``arch`` may be
+    element width every tensor and tile is priced at (:func:`priced_bits`); ``max_uops``, if
+    given, the most μops the cut may make (more: a ``ValueError`` before the dependencies and
+    costs are built, :func:`~npusched.partition.instance.within_uops`). ``arch`` may be
     a :class:`~npusched.problem.scheduling.machine_view.MachineView`: what it derived from the
     arch (topology, memories, cost models) serves every partition made with it.
     """
@@ -176,13 +179,15 @@ def partition_network(
     view = MachineView.of(arch)
     view = view.priced(priced_bits(net, view.arch, precision))
     if isinstance(net, TensorProgram):
-        return _program_instance(net, view, scheme, s=s, cn=cn, machine=machine, cost=cost)
+        return _program_instance(net, view, scheme, s=s, cn=cn, machine=machine, cost=cost,
+                                 max_uops=max_uops)  # fmt: skip
     tilings, given = scheme_tilings(net, view, scheme, s=s, cn=cn, tiles=tiles, align=align)
     ranks = None
     if scheme == "flexer":
         given["loop_order"] = loop_order
         ranks = {name: loop_order_rank(t, loop_order) for name, t in tilings.items()}
     layout = Layout.of(net, tilings, ranks)
+    within_uops(layout.n, max_uops)
     elem = view.elem_bytes
     edges = uop_edges(layout, elem)
     model = machine_cost_model(machine, cost, view)
@@ -214,7 +219,8 @@ def partition_network(
 
 def _program_instance(prog: TensorProgram, view: MachineView, scheme: str, *,
                       s: tuple[int, int, int, int] | None, cn: Mapping[str, int] | None,
-                      machine: str, cost: str | CostModel) -> RoutedInstance:  # fmt: skip
+                      machine: str, cost: str | CostModel,
+                      max_uops: int | None = None) -> RoutedInstance:  # fmt: skip
     """:func:`partition_network` of a tensor program (:mod:`npusched.partition.tensor`): the
     ``stream`` scheme's CNs along the rows (``cn``: ``{"M": rows}``), or the ``klotski``
     scheme's tiles ``s = (B, M, K, N)``; on the routed machine only."""
@@ -232,7 +238,7 @@ def _program_instance(prog: TensorProgram, view: MachineView, scheme: str, *,
     name = f"{prog.name}_{view.name}_{scheme}"
     before = len(getattr(model, "fallbacks", []))
     try:
-        inst = tensor_instance(prog, view, tiles, model, name, source)
+        inst = tensor_instance(prog, view, tiles, model, name, source, max_uops)
     except ValueError as err:  # a μop whose data alone exceeds a core's memory: say how to cut
         if "memory holds" not in str(err):
             raise

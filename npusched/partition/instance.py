@@ -41,6 +41,21 @@ from npusched.workload.layers import INPUT
 Edges = tuple[IntArray, IntArray, IntArray]
 
 
+class TooManyUops(ValueError):
+    """A cut that makes more μops (``n``) than it may (:func:`within_uops`)."""
+
+    def __init__(self, n: int, most: int) -> None:
+        super().__init__(f"the cut makes {n:,} μops, more than the {most:,} allowed")
+        self.n = n
+
+
+def within_uops(n: int, max_uops: int | None) -> None:
+    """Raise :class:`TooManyUops` where a cut of ``n`` μops makes more than ``max_uops`` (none:
+    no limit), before its dependencies and costs are built."""
+    if max_uops is not None and n > max_uops:
+        raise TooManyUops(n, max_uops)
+
+
 def compute_instance(
     layout: Layout, edges: Edges, latency: IntArray, accelerator: Accelerator, name: str,
     source: dict[str, Any],

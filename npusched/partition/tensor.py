@@ -9,8 +9,11 @@ add the reduction ``K``. A tiling gives each loop a tile length (:func:`tile_len
 - ``stream`` (Stream's CNs, fused along tokens): ``M`` cut into ``--cn M=R`` rows (default: the
   rows shared out over the compute cores), every op of the program alike, so that row block
   ``i`` of one op feeds row block ``i`` of the next; ``N`` (``--cn N=C``) and ``B`` may be cut
-  too, never ``K``. Without ``N``, each op's columns are halved until one μop's operands and
-  output take at most :data:`MEMORY_SHARE` of the largest core memory (:func:`fitting_cut`:
+  too, and ``K`` (``--cn K=L``), a ``gemm`` or ``matmul``'s reduction, into chains that carry
+  partial sums as the ``klotski`` scheme's do (ours: Stream's CNs cut outer-CN loops only,
+  §III-A; the cut search, :mod:`npusched.search.cuts`, tries it). Without ``N``, each op's
+  columns are halved until one μop's operands and output take at most :data:`MEMORY_SHARE`
+  of the largest core memory (:func:`fitting_cut`:
   a LLaMA MLP's 4 096 × 14 336 weights are cut into column blocks, as Stream's inter-core
   tiling cuts them over the cores) but a ``gemm`` or ``matmul`` not below the PE array's
   width where the cost model prices a narrower CN at :data:`FLOOR_GAIN` times the cycles per
@@ -62,6 +65,7 @@ from npusched.arch.model import CoreSpec
 from npusched.costmodel import CostModel, TileShape
 from npusched.costmodel.shape import cycles_per_op, psum_bytes
 from npusched.partition.costs import core_kinds
+from npusched.partition.instance import within_uops
 from npusched.problem import SchedulingInstance, UopGraph
 from npusched.problem.scheduling.machine_view import MachineView
 from npusched.problem.scheduling.routed import DramTensor, RoutedInstance
@@ -84,9 +88,6 @@ def tile_lengths(prog: TensorProgram, view: MachineView, scheme: str,
         raise ValueError(f"tensor-program tiles name loops {', '.join(LOOPS)} with lengths "
                          f">= 1; got {dict(tiles)}")  # fmt: skip
     if scheme == "stream":
-        if "K" in tiles:
-            raise ValueError("stream CNs of a tensor program cut outer loops: --cn M=ROWS,N=COLS"
-                             " (and B), not the reduction K")  # fmt: skip
         rows = max(prog.tensors[op.output].shape[-2] if len(prog.tensors[op.output].shape) > 1
                    else 1 for op in prog.ops)  # fmt: skip
         return {"M": -(-rows // view.m), **tiles}
@@ -98,7 +99,7 @@ def tile_lengths(prog: TensorProgram, view: MachineView, scheme: str,
 
 
 def fitting_cut(prog: TensorProgram, op: TensorOp, rows: int, budget: float,
-                elem: int, width: int = 1) -> tuple[int, int, int]:  # fmt: skip
+                elem: int, width: int = 1, red: int = 0) -> tuple[int, int, int]:  # fmt: skip
     """Heads, rows and columns of one CN of ``op`` at ``rows`` rows (the heads: the tile length
     of each leading dimension). Where even the narrowest CN exceeds ``budget`` bytes (its
     input rows alone, or a softmax's rows of every head: LLaMA's 32 heads × 4 096 keys), the
@@ -115,7 +116,7 @@ def fitting_cut(prog: TensorProgram, op: TensorOp, rows: int, budget: float,
     analytic model (122 MACs a cycle); 32 wide its rows are halved, and at 22 rows its
     narrowest CN, 28 columns, takes 2 880 (876 a cycle)."""
     shape = prog.tensors[op.output].shape
-    n, k = shape[-1], prog.tensors[op.inputs[0]].shape[-1]
+    n, k = shape[-1], _reduction(prog, op, red)
     lead = shape[:-2]
     rows = _rows(prog, op, rows)
     whole_n = op.kind in ("softmax", "layernorm", "rmsnorm")
@@ -151,21 +152,22 @@ columns)."""
 
 
 def array_wide(prog: TensorProgram, op: TensorOp, rows: int, budget: float, elem: int,
-               width: int, price: Price | None) -> tuple[int, int, int]:  # fmt: skip
+               width: int, price: Price | None, red: int = 0) -> tuple[int, int, int]:  # fmt: skip
     """:func:`fitting_cut` of ``op`` at ``rows``, no narrower than ``width`` columns where
     ``price`` says so: the array-wide cut where it takes at most :data:`FLOOR_GAIN` times
     fewer cycles per MAC than the cut one column at the least, else that cut (without
     ``price``, the array-wide cut)."""
-    narrow = fitting_cut(prog, op, rows, budget, elem)
+    narrow = fitting_cut(prog, op, rows, budget, elem, red=red)
     if op.kind not in ("gemm", "matmul") or width <= 1:
         return narrow
-    wide = fitting_cut(prog, op, rows, budget, elem, width)
+    wide = fitting_cut(prog, op, rows, budget, elem, width, red)
     if wide == narrow or price is None or FLOOR_GAIN * price(op, wide) <= price(op, narrow):
         return wide
     return narrow
 
 
-def too_large(prog: TensorProgram, op: TensorOp, budget: float, elem: int, width: int) -> bool:
+def too_large(prog: TensorProgram, op: TensorOp, budget: float, elem: int, width: int,
+              red: int = 0) -> bool:  # fmt: skip
     """Whether ``op`` is a ``gemm`` whose CN of one input row and ``width`` output columns
     (the first core's PE array width, its ``K`` unroll), ``elem`` bytes an element, exceeds
     ``budget``. Cut to fit, its CNs would be narrower than the array (PEs left idle) and so
@@ -175,9 +177,16 @@ def too_large(prog: TensorProgram, op: TensorOp, budget: float, elem: int, width
     docstring)."""
     if op.kind != "gemm":
         return False
-    k, n = prog.tensors[op.inputs[0]].shape[-1], prog.tensors[op.output].shape[-1]
+    k, n = _reduction(prog, op, red), prog.tensors[op.output].shape[-1]
     c = min(width, n)
     return (k + k * c + c) * elem > budget
+
+
+def _reduction(prog: TensorProgram, op: TensorOp, red: int) -> int:
+    """The length of one reduction chunk of ``op`` cut into chunks of ``red`` (0: whole): its
+    first operand's last dimension (the ``K`` of a ``gemm`` or ``matmul``) or less."""
+    k = prog.tensors[op.inputs[0]].shape[-1]
+    return min(red, k) if red > 0 else k
 
 
 def _rows(prog: TensorProgram, op: TensorOp, rows: int) -> int:
@@ -341,10 +350,11 @@ def _shape(prog: TensorProgram, op: TensorOp, out: Box, red: tuple[int, int]) ->
 
 
 def tensor_instance(prog: TensorProgram, view: MachineView, tiles: Mapping[str, int],
-                    model: CostModel, name: str,
-                    source: dict[str, Any]) -> RoutedInstance:  # fmt: skip
+                    model: CostModel, name: str, source: dict[str, Any],
+                    max_uops: int | None = None) -> RoutedInstance:  # fmt: skip
     """The routed instance of ``prog`` cut by ``tiles`` on the machine ``view`` (module
-    docstring)."""
+    docstring); at most ``max_uops`` μops, if given
+    (:func:`~npusched.partition.instance.within_uops`)."""
     elem = view.elem_bytes
     psum = psum_bytes(elem)
     producer = {op.output: op for op in prog.ops}
@@ -355,12 +365,11 @@ def tensor_instance(prog: TensorProgram, view: MachineView, tiles: Mapping[str, 
     core = view.cores[0]
 
     def price(op: TensorOp, cut: tuple[int, int, int]) -> float:  # one head's CN
-        k = prog.tensors[op.inputs[0]].shape[-1]
+        k = _reduction(prog, op, tiles.get("K", 0))
         shape = _shape(prog, op, ((0, cut[1]), (0, cut[2])), (0, k))
         return model.latency(shape, core) / (cut[1] * cut[2] * k)
 
-    auto = {} if "N" in tiles or "K" in tiles else _fitting_tiles(prog, tiles, budget, elem,
-                                                                   width, price)  # fmt: skip
+    auto = {} if "N" in tiles else _fitting_tiles(prog, tiles, budget, elem, width, price)
     for op in prog.ops:
         if not prog.is_view(op):
             mine = {**tiles, **auto.get(op.name, {})}
@@ -369,6 +378,7 @@ def tensor_instance(prog: TensorProgram, view: MachineView, tiles: Mapping[str, 
                 cut = _Cut(prog, op, mine, n, stationary=True)
             cuts[op.name] = cut
             n += cuts[op.name].n
+    within_uops(n, max_uops)
     src: list[int] = []
     dst: list[int] = []
     byt: list[int] = []
@@ -448,11 +458,11 @@ def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
     producers
     (:meth:`~npusched.problem.scheduling.routed.RoutedInstance.copy_data`): 2.4 MB of copies
     for one down projection CN of 229 KB on a 1 MB eyeriss core."""
-    start = tiles.get("M", 0) or 1 << 62
+    start, red = tiles.get("M", 0) or 1 << 62, tiles.get("K", 0)
     ops = [op for op in prog.ops if not prog.is_view(op)]
-    streamed = {op.name for op in ops if too_large(prog, op, budget, elem, width)}
+    streamed = {op.name for op in ops if too_large(prog, op, budget, elem, width, red)}
     rows = {op.name: _rows(prog, op, start) if op.name in streamed
-            else array_wide(prog, op, start, budget, elem, width, price)[1]
+            else array_wide(prog, op, start, budget, elem, width, price, red)[1]
             for op in ops}  # fmt: skip
     made = {op.output: op.name for op in ops}
     for op in reversed(ops):  # readers come after their producers
@@ -462,7 +472,7 @@ def _fitting_tiles(prog: TensorProgram, tiles: Mapping[str, int], budget: float,
     out = {op.name: {"M": rows[op.name], "auto_n": width, "streamed": 1}
            if op.name in streamed else
            _auto_tiles(prog, op, tiles,
-                       array_wide(prog, op, rows[op.name], budget, elem, width, price))
+                       array_wide(prog, op, rows[op.name], budget, elem, width, price, red))
            for op in ops}  # fmt: skip
     for op in reversed(ops):  # the heads aligned the same way (_reads_heads)
         heads = out[op.name].get("B")

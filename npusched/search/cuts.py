@@ -16,11 +16,17 @@ layer becomes 8 CNs that the cores share, and each CN fetches an eighth of the w
 **The cuts** (:func:`cut_axes`). For a CNN, the CN loops ``OY`` (rows per CN: :data:`ROWS`, up
 to the tallest output) and ``K`` (filters per CN: fitted to the largest core as by default, or
 one of the :data:`HALVINGS` largest powers of two below the most filters of any layer). For a
-tensor program, ``M`` (rows per CN: the default share of the rows over the cores, or a power
-of two up to the most rows, at least the default's over :data:`FINER`) and ``N`` (columns per
+tensor program, ``K`` where it has a ``gemm`` or ``matmul`` (the reduction per CN, a chain of
+partial sums: whole, or one of the :data:`HALVINGS` largest powers of two below the longest
+reduction), ``M`` (rows per CN: the default share of the rows over the cores, or a power of
+two up to the most rows, at least the default's over :data:`FINER`) and ``N`` (columns per
 CN: fitted as by default, or one of the :data:`HALVINGS` largest powers of two below the
-widest output). The values are the same powers of two on every machine, and none is fitted to
-a pair.
+widest output). The reduction comes first: where it is long against a core's memory, the fitted
+columns of a whole-reduction CN are narrow and its list the longest of the cuts (the held-out 256 ×
+8192 × 2048 GEMM on eyeriss, 12 288 μops and 6 s by default; with 1 024 of the reduction a CN, 1 536
+μops, 1.3 s and a fifth of the makespan), so the cuts along it cost least and cut the most, while
+with the rows first the search ran out of time before it. The values are the same powers of two on
+every machine, and none is fitted to a pair.
 
 **The search** (:func:`search_cut`, ours). A coordinate descent from the default cut: along
 each axis in turn, every value with the others kept, and the shortest cut so far is kept. The
@@ -30,10 +36,12 @@ one machine view, whose cost model prices each distinct tile once. It is then sc
 verified; its lists are abandoned once longer than the shortest cut's so far, so a cut that
 loses costs less than its whole list. The default cut is evaluated first, whatever the time
 limit; the limit is checked before each cut and at each step of its lists, while a cut's
-partition and allocations run to their end. A cut whose CNs fit no core is recorded with the
-partition's reason, one whose list finds no schedule or is abandoned with why, and one whose
-instance has the size, edges and work of a cut tried before (a tensor program's default rows
-given explicitly) is not listed again.
+partition and allocations run to their end, so a cut is not built where it would make more
+μops than :data:`FINER` times the default's, or than the time left lists at the default's
+seconds per μop (the note says how many it makes and allows). A cut whose CNs fit no core is
+recorded with the partition's reason, one whose list finds no schedule or is abandoned with why, and
+one whose instance has the size, edges and work of a cut tried before (a tensor program's default
+rows given explicitly) is not listed again.
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from npusched.methods import solve
 from npusched.methods.routed import memory_list_best, memory_priority
 from npusched.methods.scheduling import heuristic_result
 from npusched.partition.api import partition_network
+from npusched.partition.instance import TooManyUops
 from npusched.problem.scheduling.machine_view import MachineView
 from npusched.problem.scheduling.routed import RoutedInstance, RoutedSchedule
 from npusched.solvers.result import Result
@@ -64,10 +73,12 @@ HALVINGS = 4
 (:func:`cut_axes`)."""
 
 FINER = 4
-"""A tensor program's cuts have at least the default's rows per CN over this: a cut of many
-times the default's μops costs as many times its partition and list (the LLaMA layer at 4 096
-tokens in one row per CN would be 256 times the default's 379 296 μops), and on the Stream
-bench no shortest cut has fewer rows than a quarter of the default's."""
+"""A cut makes at most this many times the default cut's μops, and a tensor program's cuts
+have at least the default's rows per CN over it: a cut of many times the default's μops costs
+as many times its partition and list (the LLaMA layer at 4 096 tokens in one row per CN would
+be 256 times the default's 379 296 μops; the 256 × 8192 × 2048 GEMM on ``simba`` with its
+reduction halved, 8 times the default's 16 384, took 50 s to partition and allocate), and on
+the Stream bench no shortest cut has fewer rows than a quarter of the default's."""
 
 ROWS = (1, 2, 4, 8, 16)
 """Rows per CN of a CNN (``OY``) among the cuts (those up to the tallest output)."""
@@ -120,7 +131,12 @@ def cut_axes(workload: Network | TensorProgram, view: MachineView | None = None
         cols = max(s[-1] for s in outs)
         floor = -(-rows // view.m) / FINER if view is not None else 1
         powers = [2**k for k in range(rows.bit_length()) if floor <= 2**k <= rows][::-1]
-        return {"M": [None, *powers], "N": [None, *_halved(cols)]}
+        axes: dict[str, list[int | None]] = {}
+        reductions = [workload.tensors[op.inputs[0]].shape[-1] for op in workload.ops
+                      if op.kind in ("gemm", "matmul")]  # fmt: skip
+        if reductions:
+            axes["K"] = [None, *_halved(max(reductions))]
+        return {**axes, "M": [None, *powers], "N": [None, *_halved(cols)]}
     heights = [workload.shapes[ly.name][1] for ly in workload.layers]
     filters = max(workload.shapes[ly.name][0] for ly in workload.layers)
     return {"OY": [r for r in ROWS[::-1] if r <= max(heights)], "K": [None, *_halved(filters)]}
@@ -156,16 +172,27 @@ def search_cut(workload: Network | TensorProgram, arch: Arch | MachineView, *,
     cuts: dict[tuple[int, int, int], Cut] = {}  # each instance's size, edges and work: its cut
     best: tuple[int, Cut, RoutedInstance, Result] | None = None
     bar = tqdm(desc="cuts", unit="cut", disable=not progress)
+    most: int | None = None  # the μops a cut may make: FINER times the default's
+    rate = 0.0  # the default cut's seconds per μop (its partition and lists)
+    skipped = False  # a cut left out for the time left
 
     def evaluate(cut: Cut) -> None:
         nonlocal best
         t = time.perf_counter()
         left = None if deadline is None else max(deadline - t, 0.01)
+        cap = most if left is None or most is None or rate <= 0 else \
+            min(most, int(left / rate))
         try:
             inst = partition_network(workload, view, "stream", cn=dict(cut) or None,
-                                     cost=cost, precision=precision)  # fmt: skip
+                                     cost=cost, precision=precision,
+                                     max_uops=cap)  # fmt: skip
         except ValueError as err:
-            seen[cut] = Tried(dict(cut), None, None, time.perf_counter() - t, str(err))
+            note = str(err)
+            if isinstance(err, TooManyUops) and most is not None and err.n <= most:
+                nonlocal skipped
+                skipped = True  # (left out for the time left, not for its size)
+                note += f": what the time left lists at the default's {rate * 1e3:.2f} ms a μop"
+            seen[cut] = Tried(dict(cut), None, None, time.perf_counter() - t, note)
             bar.update()
             return
         assert isinstance(inst, RoutedInstance)
@@ -196,6 +223,7 @@ def search_cut(workload: Network | TensorProgram, arch: Arch | MachineView, *,
     if best is None:
         bar.close()
         raise ValueError(f"the default cut: {seen[()].note}")
+    most, rate = FINER * best[2].n, seen[()].seconds / best[2].n
     complete, improved = True, True
     while improved and complete:
         improved = False
@@ -219,7 +247,7 @@ def search_cut(workload: Network | TensorProgram, arch: Arch | MachineView, *,
     bar.close()
     span, cut, inst, res = best
     return CutSearch(dict(cut), inst, res, list(seen.values()),
-                     time.perf_counter() - t0, complete)  # fmt: skip
+                     time.perf_counter() - t0, complete and not skipped)  # fmt: skip
 
 
 def _listed(inst: RoutedInstance, threads: int, left: float | None, stop: int | None

@@ -37,6 +37,7 @@ def _mlp(t: int = 24, d: int = 32, ff: int = 48) -> TensorProgram:
 
 
 @pytest.mark.parametrize(("scheme", "kw"), [("stream", {}), ("stream", {"cn": {"M": 5, "N": 16}}),
+                                            ("stream", {"cn": {"K": 12}}),
                                             ("klotski", {"s": (1, 7, 12, 20)})])
 def test_every_uop_reads_its_operand_boxes_exactly(scheme, kw):
     prog = _mlp()
@@ -55,14 +56,15 @@ def test_every_uop_reads_its_operand_boxes_exactly(scheme, kw):
     up, down = names.index("up"), names.index("down")
     into_down = (layer[g.src] == names.index("mul")) & (layer[g.dst] == down)
     t, ff = 24, 48
-    k_chunks = -(-ff // kw["s"][2]) if scheme == "klotski" else 1
+    k_len = kw["s"][2] if scheme == "klotski" else kw.get("cn", {}).get("K")
+    k_chunks = -(-ff // k_len) if k_len else 1
     m_chunks = -(-t // inst.source["tiles"]["M"])
     n_chunks = int((layer == down).sum()) // (k_chunks * m_chunks)
     # each row block of h is read once per column block of down
     assert int(g.bytes[into_down].sum()) == t * ff * elem * n_chunks
     # partial sums chain within a gemm when K is cut
     chain = (layer[g.src] == up) & (layer[g.dst] == up)
-    assert bool(chain.any()) == (scheme == "klotski")
+    assert bool(chain.any()) == (k_len is not None)
     # the weight tiles in DRAM make up each weight once
     w1 = [d for d in inst.dram if d.name.startswith("w1[")]
     assert sum(d.data for d in w1) == 32 * 48 * elem
@@ -198,8 +200,10 @@ def test_a_gemm_runs_weight_stationary_where_that_moves_fewer_bytes(t, ff, cn, s
 
 def test_bad_tiles_say_which():
     prog, arch = _mlp(), load_arch("stream-hetero")
-    with pytest.raises(ValueError, match="not the reduction K"):
-        partition_network(prog, arch, "stream", cn={"K": 4})
+    with pytest.raises(ValueError, match="lengths >= 1"):
+        partition_network(prog, arch, "stream", cn={"K": 0})
+    with pytest.raises(ValueError, match=r"makes [\d,]+ μops, more than the 99 allowed"):
+        partition_network(prog, arch, "stream", cn={"K": 1}, max_uops=99)
     with pytest.raises(ValueError, match="needs --s B,M,K,N"):
         partition_network(prog, arch, "klotski")
     with pytest.raises(ValueError, match="stream or klotski"):

@@ -10,6 +10,7 @@ import pytest
 from npusched.arch import load_arch
 from npusched.methods import solve
 from npusched.partition.api import partition_network, resolve_network
+from npusched.partition.instance import TooManyUops
 from npusched.problem.scheduling.machine_view import MachineView
 from npusched.search.cuts import HALVINGS, ROWS, cut_axes, cut_name, search_cut
 from npusched.verify import check
@@ -32,6 +33,11 @@ def test_the_cuts_are_powers_of_two_below_the_workload_sizes():
     big = encoder_layer("enc", 256, 32, 4, 64)
     assert cut_axes(big, view)["M"] == [None, 256, 128, 64, 32, 16, 8, 4]  # 16 rows / FINER
     assert axes["N"][0] is None and all(n < 64 and n & (n - 1) == 0 for n in axes["N"][1:])
+    longest = max(prog.tensors[op.inputs[0]].shape[-1] for op in prog.ops
+                  if op.kind in ("gemm", "matmul"))  # the FFN's down projection: 64
+    assert list(axes)[0] == "K" and axes["K"][0] is None  # the reduction first
+    assert all(k < longest and k & (k - 1) == 0 for k in axes["K"][1:])
+    assert axes["K"][1] * 2 >= longest and len(axes["K"]) <= HALVINGS + 1
 
 
 def test_a_cut_without_k_fits_its_filters_to_the_largest_core():
@@ -66,8 +72,11 @@ def test_the_search_keeps_the_shortest_verified_cut(workload):
             assert int(t.note.split()[3].replace(",", "")) >= found.result.objective
     twins = [t for t in found.tried if t.note.startswith("the same CNs as")]
     assert all(t.makespan is None for t in twins)
-    if workload == "enc":  # M=4 is the default's cut: noted, not listed again
-        assert [(t.cn, t.note) for t in twins] == [({"M": 4}, "the same CNs as default")]
+    if workload == "enc":  # M=4 is the default's rows: noted as the cut without it
+        assert twins and all(t.cn.get("M") == 4 for t in twins)
+        for t in twins:
+            rest = {k: v for k, v in t.cn.items() if k != "M"}
+            assert t.note == f"the same CNs as {cut_name(rest)}"
 
 
 def test_the_search_stops_at_its_time_limit_after_the_default_cut():
@@ -94,3 +103,14 @@ def test_partition_command_searches_the_cut(tmp_path):
                   "klotski", "--cn", "search", "-o", tmp_path / "j.json")
     assert bad.returncode == 2 and "--cn search" in bad.stderr
     assert "Traceback" not in bad.stderr and not (tmp_path / "j.json").exists()
+
+
+def test_a_cut_of_more_uops_than_allowed_is_not_built():
+    """``max_uops`` stops a partition before its dependencies and costs (the search's cap:
+    FINER times the default's μops, or what the time left lists), on both workload kinds."""
+    arch = load_arch("stream-hetero")
+    for net in (resolve_network("lenet"), encoder_layer("enc", 24, 32, 4, 64)):
+        n = partition_network(net, arch, "stream").n
+        assert partition_network(net, arch, "stream", max_uops=n).n == n
+        with pytest.raises(TooManyUops, match=f"makes {n:,} μops, more than the {n - 1:,}"):
+            partition_network(net, arch, "stream", max_uops=n - 1)
