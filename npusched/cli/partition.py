@@ -141,7 +141,8 @@ def add_parser(sub: Any) -> None:
     pa.add_argument("--s", help="klotski: μtensor H,W,IC,OC")
     flag(pa, "--no-align", "klotski: do not round IC/OC up to the PE array")
     pa.add_argument("--cn", help="stream: CN loops, e.g. OY=1 or K=16,OY=4 (default OY=1; "
-                    "without K, K halved in a layer whose CN fits no core), or search: the cut "
+                    "without K, K halved in a layer whose CN fits no core; a tensor program's "
+                    "M, N, B and K, its reduction in partial-sum chains), or search: the cut "
                     "whose memory-aware list is shortest")
     pa.add_argument("--time-limit", type=positive_float, default=60.0,
                     help="--cn search: seconds the search may take (default 60; the default "
