@@ -188,7 +188,9 @@ def search_cut(workload: Network | TensorProgram, arch: Arch | MachineView, *,
                                      max_uops=cap)  # fmt: skip
         except ValueError as err:
             note = str(err)
-            if isinstance(err, TooManyUops) and most is not None and err.n <= most:
+            if isinstance(err, TooManyUops) and most is not None and err.n > most:
+                note = f"the cut makes {err.n:,} μops, more than {FINER} times the default's"
+            elif isinstance(err, TooManyUops):
                 nonlocal skipped
                 skipped = True  # (left out for the time left, not for its size)
                 note += f": what the time left lists at the default's {rate * 1e3:.2f} ms a μop"
