@@ -133,8 +133,12 @@ def searched_core(core: CoreSpec, loops: Mapping[str, int], elem_bytes: int = 1)
     (:func:`unrolling_caps`). Of these assignments the one with the fewest
     :func:`compute_cycles` is kept, ties to the core's own order: the highest spatial
     utilisation, the one mapping Stream asks ZigZag's spatial mapping generator for
-    (``nb_spatial_mappings_generated = 1``, its ``limit_unrolling_to_mem_bandwidth``). A
-    register file shared over an array dimension stays shared over that dimension's loop."""
+    (``nb_spatial_mappings_generated = 1``, its ``limit_unrolling_to_mem_bandwidth``). Where
+    that leaves more cycles than the MACs need on the whole array, a mixed mapping (several
+    loops on one dimension, :func:`_mixed`) replaces it if strictly faster, as Stream 2.1.1 has
+    ZigZag try one wherever it fills more of the array and keeps the faster of the two; its
+    ``pe_unroll`` then has one key per unrolled loop. A register file shared over an array
+    dimension stays shared over that dimension's loops."""
     if core.unrolling != "searched" or any("*" in key for key in core.pe_unroll):
         return core
     return _searched(core, tuple(sorted(loops.items())), elem_bytes)
@@ -166,9 +170,20 @@ def unrolling_caps(core: CoreSpec, elem_bytes: int) -> list[dict[str, int]]:
     return caps
 
 
+MIXED = 3
+"""The most loops one array dimension unrolls together in a mixed spatial mapping
+(:func:`searched_core`): Stream asks ZigZag for mappings of up to this many loops on one
+dimension where one loop fills too little of it (a 3 × 3 kernel with 3 channels on 32 PEs)."""
+
+Pairs = tuple[tuple[str, int], ...]
+"""Loop → integer pairs, in loop order (hashable, for the memoised searches)."""
+
+
 @functools.lru_cache(maxsize=8192)
-def _searched(core: CoreSpec, loops: tuple[tuple[str, int], ...], elem_bytes: int) -> CoreSpec:
-    """:func:`searched_core`, memoised per core, tile loops and element bytes."""
+def _searched(core: CoreSpec, loops: Pairs, elem_bytes: int) -> CoreSpec:
+    """:func:`searched_core`, memoised per core, tile loops and element bytes: the best single
+    loop per array dimension, else (where that leaves the array emptier than the MACs need) the
+    best mixed mapping (:func:`_mixed`) where it takes strictly fewer cycles."""
     extents = dict(loops)
     own = list(core.pe_unroll)
     sizes = list(core.pe_unroll.values())
@@ -182,9 +197,78 @@ def _searched(core: CoreSpec, loops: tuple[tuple[str, int], ...], elem_bytes: in
         if best is None or rank < best[0]:
             best = (rank, unroll)
     assert best is not None
+    on_dim: dict[str, tuple[str, ...]] = {o: (k,) for o, k in zip(own, best[1], strict=True)}
+    floor = -(-macs(extents) // math.prod(sizes))
+    if best[0][0] > floor:
+        steps, mapping = _mixed(loops, tuple(core.pe_unroll.items()),
+                                tuple(tuple(sorted(c.items())) for c in caps))
+        if steps < best[0][0]:
+            best = ((steps, 1), {d: f for dim in mapping for d, f in dim if f > 1})
+            on_dim = {o: tuple(d for d, f in dim if f > 1)
+                      for o, dim in zip(own, mapping, strict=True)}  # fmt: skip
     if best[1] == core.pe_unroll:
         return core
-    new = dict(zip(own, best[1], strict=True))
-    registers = {op: dataclasses.replace(r, shared_over=tuple(new.get(d, d) for d in r.shared_over))
+    registers = {op: dataclasses.replace(r, shared_over=tuple(
+                     k for d in r.shared_over for k in on_dim.get(d, (d,))))
                  for op, r in core.registers.items()}  # fmt: skip
     return dataclasses.replace(core, pe_unroll=best[1], registers=registers)
+
+
+@functools.lru_cache(maxsize=8192)
+def _mixed(loops: Pairs, own: Pairs, caps: tuple[Pairs, ...]) -> tuple[int, tuple[Pairs, ...]]:
+    r"""The mixed spatial mapping with the fewest :func:`compute_cycles`: each array dimension
+    :math:`a` (of size :math:`s_a`) unrolls a set :math:`S_a` of at most :data:`MIXED` loops,
+    no loop on two dimensions, each loop :math:`d \in S_a` by a divisor :math:`f_d` of its
+    extent within the dimension's cap (:func:`unrolling_caps`), :math:`\prod_{d \in S_a} f_d
+    \le s_a`, minimising
+
+    .. math:: t = \prod_a \prod_{d \in S_a} \frac{L_d}{f_d} \cdot
+              \prod_{d \notin \cup_a S_a} L_d
+
+    (a dynamic programme over the dimensions and the set of loops already placed; each
+    dimension's factors by :func:`_fill`). Divisors, as ZigZag's mixed mappings take (prime
+    factors of the loop sizes), so a mixed mapping is never credited with a partial tile
+    ZigZag would not build. ``own`` is the core's ``pe_unroll`` (array dimensions, in order);
+    among equal :math:`t`, the most of each dimension's own loop (the product of their
+    factors). Returns :math:`t` and, per dimension, its loop → factor pairs."""
+    extent = dict(loops)
+    names = [d for d in (*CONV_DIMS, *sorted(set(extent) - set(CONV_DIMS))) if extent.get(d, 1) > 1]
+    states: dict[int, tuple[int, int, tuple[Pairs, ...]]] = {0: (1, -1, ())}
+    for (key, size), cap in zip(own, caps, strict=True):
+        after: dict[int, tuple[int, int, tuple[Pairs, ...]]] = {}
+        for used, (steps, ours, placed) in states.items():
+            free = [i for i in range(len(names)) if not used >> i & 1]
+            for k in range(min(MIXED, len(free)) + 1):
+                for subset in itertools.combinations(free, k):
+                    part = tuple((names[i], extent[names[i]]) for i in subset)
+                    t, factors = _fill(size, part, cap)
+                    mask = used | sum(1 << i for i in subset)
+                    cand = (steps * t, ours * dict(factors).get(key, 1), (*placed, factors))
+                    if mask not in after or cand < after[mask]:
+                        after[mask] = cand
+        states = after
+    rest = {m: math.prod(extent[d] for i, d in enumerate(names) if not m >> i & 1) for m in states}
+    return min((steps * rest[m], ours, placed) for m, (steps, ours, placed) in states.items()
+               )[::2]  # fmt: skip
+
+
+@functools.lru_cache(maxsize=65536)
+def _fill(size: int, part: Pairs, caps: Pairs) -> tuple[int, Pairs]:
+    r"""One array dimension of ``size`` PEs unrolling the loops of ``part`` (loop, extent):
+    factors dividing each extent, within ``caps`` (loop → largest factor), of product at most
+    ``size``, minimising the temporal steps :math:`\prod_d L_d / f_d` (a dynamic programme over
+    the products reached). Returns the steps and the loop → factor pairs."""
+    cap = dict(caps)
+    reach: dict[int, tuple[int, Pairs]] = {1: (1, ())}
+    for d, n in part:
+        divisors = [f for f in range(1, min(n, cap.get(d, n), size) + 1) if n % f == 0]
+        after: dict[int, tuple[int, Pairs]] = {}
+        for product, (steps, factors) in reach.items():
+            for f in divisors:
+                if product * f > size:
+                    break
+                cand = (steps * (n // f), (*factors, (d, f)))
+                if product * f not in after or cand < after[product * f]:
+                    after[product * f] = cand
+        reach = after
+    return min(reach.values())

@@ -289,8 +289,10 @@ def test_a_searched_unrolling_is_never_slower_than_the_fixed_one(loops, a, b):
     core = _searched({"K": a, "C": b})
     got = searched_core(core, loops)
     assert compute_cycles(loops, got.pe_unroll) <= compute_cycles(loops, core.pe_unroll)
-    assert sorted(got.pe_unroll.values()) == sorted([a, b])
+    assert math.prod(got.pe_unroll.values()) <= a * b and set(got.pe_unroll) <= {*loops, "D1", "D2"}
     assert macs(loops) <= compute_cycles(loops, got.pe_unroll) * a * b
+    if len(got.pe_unroll) > 2:  # a mixed mapping divides each loop it unrolls
+        assert all(loops[d] % f == 0 for d, f in got.pe_unroll.items())
 
 
 def test_a_shared_register_follows_its_array_dimension_and_caps_it():
@@ -302,13 +304,37 @@ def test_a_shared_register_follows_its_array_dimension_and_caps_it():
     core = _searched({"K": 32, "C": 32}, {"O": Register(2, 2.0, ("C",))})
     assert unrolling_caps(core, 1) == [{}, {"K": 1, "OY": 1, "OX": 1}]
     loops = conv_loops(64, 3, 2, 16, 3, 3)
-    got = searched_core(core, loops)
-    assert list(got.pe_unroll)[1] in ("C", "FY", "FX")
-    assert compute_cycles(loops, got.pe_unroll) == 2 * 2 * 16 * 3 * 3  # ZigZag's: K 32, C 3
+    got = searched_core(core, loops)  # ZigZag's mixed mapping: K 32 | C 3, FY 3, FX 3
+    assert got.pe_unroll == {"K": 32, "C": 3, "FY": 3, "FX": 3}
+    assert compute_cycles(loops, got.pe_unroll) == 2 * 2 * 16 < 2 * 2 * 16 * 3 * 3
+    assert got.registers["O"].shared_over == ("C", "FY", "FX")
     wide = _searched({"K": 32, "C": 32}, {"O": Register(64, 64.0, ("C",))})
     got = searched_core(wide, conv_loops(64, 1, 1, 128))
     second = list(got.pe_unroll)[1]  # the dimension that unrolled C now unrolls OX or K
     assert second in ("K", "OX") and got.registers["O"].shared_over == (second,)
+
+
+def test_a_mixed_mapping_fills_an_array_one_loop_leaves_empty():
+    """FSRCNN's first layer (56 filters of 5 x 5 over one channel) on Stream's TPU-like
+    32 x 32 array, whose columns reduce into a shared output register: one loop a dimension
+    puts ``FY`` 5 on the 32 columns; ``FY`` x ``FX`` puts 25 there, and the rows take ``K``
+    with an output loop, down to the MACs over 32 rows. A square tile that fills both
+    dimensions keeps the core's own mapping, and a mixed mapping only divides each loop (no
+    partial tile ZigZag would not build)."""
+    from npusched.arch import Register
+    from npusched.costmodel.compute import MIXED, searched_core
+
+    core = _searched({"K": 32, "C": 32}, {"O": Register(2, 2.0, ("C",))})
+    loops = conv_loops(56, 1, 16, 16, 5, 5)
+    got = searched_core(core, loops)
+    assert MIXED >= 2 and got.pe_unroll["FY"] * got.pe_unroll["FX"] == 25
+    assert compute_cycles(loops, got.pe_unroll) == -(-56 * 16 * 16 // 32)
+    assert compute_cycles(loops, {"K": 32, "FY": 5}) == 2 * 16 * 16 * 5 > 5 * 448
+    assert set(got.registers["O"].shared_over) == {"FY", "FX"}
+    assert searched_core(core, conv_loops(64, 64)) is core
+    odd = conv_loops(7, 7, 1, 1, 3, 3)  # 441 MACs on 1024 PEs: e.g. K 7, FY 3 | C 7, FX 3
+    got = searched_core(_searched({"K": 32, "C": 32}), odd)
+    assert compute_cycles(odd, got.pe_unroll) == 1 and len(got.pe_unroll) == 4
 
 
 def test_the_analytic_models_search_the_unrolling_of_a_searched_core():
