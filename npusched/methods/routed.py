@@ -36,7 +36,7 @@ from npusched.problem.scheduling.routed_relax import (
 )
 from npusched.solvers.result import Result, Status, TracePoint
 
-ALLOCATIONS = ("weights", "routed", "layers")
+ALLOCATIONS = ("weights", "routed", "layers", "stages")
 """The allocations :func:`memory_list_best` tries on a free allocation (:func:`list_cores`), in
 this order, and ``compute`` last where the instance forwards DRAM tensors
 (:attr:`~npusched.problem.scheduling.routed.RoutedInstance.forward`) and they fit on chip
@@ -64,14 +64,22 @@ def list_cores(instance: RoutedInstance, how: str) -> np.ndarray:
     its row blocks pass and the tiles are dealt over the cores: the LLaMA MLP's list on
     ``tpu_like_quad_core`` 104 430 887 cycles, against 125 787 252 on the routed list's,
     136 720 664 on one core per layer and 241 681 239 on the compute-only list's (one run,
-    without forwarding; with it 88 427 631, 107 653 251, 136 232 024 and 167 822 246)."""
+    without forwarding; with it 88 427 631, 107 653 251, 136 232 024 and 167 822 246);
+    ``stages``, a pipeline: the layers in order cut into about as many stages of equal work as
+    the cores can run at once (:func:`stages`), each stage to the core where the load it ends
+    with is least, so consecutive layers overlap on different cores where one core per layer
+    leaves most cores idle (a network with few heavy layers) and tiles of one layer need not
+    wait for each other's core."""
     if how == "compute":
         return list_schedule(instance.base, "blevel").core
     if how == "routed":
         return routed_list_schedule(instance).core
-    if how not in ("layers", "weights") or how == "layers" and instance.layer is None:
+    if how not in ("layers", "weights", "stages") or how != "weights" and instance.layer is None:
         raise ValueError(f"no {how!r} allocation for {instance.name}")
     layer = instance.layer if instance.layer is not None else np.zeros(instance.n, np.int64)
+    if how == "stages":
+        group = stages(instance)
+        return _least_loaded(instance, group, np.arange(group.max() + 1), "stage")
     if how == "layers":
         group = np.unique(layer, return_inverse=True)[1]
         work = np.zeros((group.max() + 1, instance.m))
@@ -83,6 +91,52 @@ def list_cores(instance: RoutedInstance, how: str) -> np.ndarray:
     _, first, group = np.unique(layer * (len(instance.dram) + instance.n) + tile,
                                 return_index=True, return_inverse=True)  # fmt: skip
     return _least_loaded(instance, group, np.argsort(first), "weight tile")
+
+
+def stages(instance: RoutedInstance) -> np.ndarray:
+    r"""A pipeline stage per μop: the layers, in order, cut into at most :math:`k` stages of
+    consecutive layers, :math:`k = \operatorname{round}(\sum_c v_c)` the cores' speed (core
+    :math:`c`'s :math:`v_c`: the mean over the μops of :math:`\min_{c'} d_{ic'} / d_{ic}` where
+    it may run μop :math:`i`, 0 elsewhere), each stage's work (its μops' least latencies) at
+    most the least cap :math:`T` that allows (bisection). A layer of more work than the share
+    :math:`W / k` is a stage of its own cut into :math:`\min(\lceil w_l k / W \rceil, n_l)`
+    parts, its μops dealt over them in turn, so a heavy layer's tiles run on several cores."""
+    assert instance.layer is not None
+    _, layer = np.unique(instance.layer, return_inverse=True)
+    allowed = np.where(instance.mask, instance.duration, np.inf)
+    least = allowed.min(axis=1)
+    ratio = np.divide(least[:, None], allowed, out=np.ones_like(allowed), where=allowed > 0)
+    speed = np.where(instance.mask, ratio, 0.0).mean(axis=0)  # (a μop of no work: 1)
+    k = max(1, round(float(speed.sum())))
+    work = np.bincount(layer, weights=least)
+    count = np.bincount(layer)
+    share = float(work.sum()) / k
+    parts = np.ones(work.size, dtype=np.int64)
+    heavy = work > share
+    parts[heavy] = np.minimum(np.ceil(work[heavy] / share), count[heavy])
+    low = float(work[parts == 1].max(initial=0.0))
+    high = float(work.sum())
+    for _ in range(48):  # the least cap T that packs the layers into k stages
+        mid = (low + high) / 2
+        low, high = (low, mid) if _pack(work, parts, mid)[1] <= k else (mid, high)
+    first = np.asarray(_pack(work, parts, high)[0])
+    order = np.argsort(layer, kind="stable")
+    rank = np.empty(instance.n, dtype=np.int64)
+    rank[order] = np.arange(instance.n) - np.r_[0, np.cumsum(count)[:-1]][layer[order]]
+    return np.asarray(first[layer] + rank % parts[layer])
+
+
+def _pack(work: np.ndarray, parts: np.ndarray, cap: float) -> tuple[list[int], int]:
+    """Each layer's first stage and the number of stages, consecutive layers filling a stage up
+    to ``cap`` (a layer of more is a stage alone), a layer of ``parts`` > 1 taking that many
+    stages of its own."""
+    first, stage, load = [], 0, 0.0
+    for w, p in zip(work.tolist(), parts.tolist(), strict=True):
+        if p > 1 or load > 0 and load + w > cap:
+            stage, load = stage + (load > 0), 0.0
+        first.append(stage)
+        stage, load = (stage + p, 0.0) if p > 1 else (stage, load + w)
+    return first, stage + (load > 0)
 
 
 def spread_fits(instance: RoutedInstance) -> bool:

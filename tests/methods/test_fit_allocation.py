@@ -73,9 +73,10 @@ def test_the_list_takes_the_shorter_of_the_two_allocations():
     assert check(inst, spread).ok and check(inst, kept).ok
     assert kept.makespan(inst) < spread.makespan(inst)
     assert len(set(kept.core.tolist())) < len(set(spread.core.tolist()))
-    layers = memory_list_schedule(with_allocation(inst, "layers"), "latency")
-    assert check(inst, layers).ok
-    shortest = min(s.makespan(inst) for s in (spread, kept, layers))
+    layers, staged = (memory_list_schedule(with_allocation(inst, how), "latency")
+                      for how in ("layers", "stages"))  # fmt: skip
+    assert check(inst, layers).ok and check(inst, staged).ok
+    shortest = min(s.makespan(inst) for s in (spread, kept, layers, staged))
     assert memory_list_best(inst, "latency")[0].makespan(inst) == shortest
     res = solve(inst, "list", priority="latency")
     assert res.objective == shortest and check(inst, res.solution).ok
@@ -97,6 +98,52 @@ def test_the_layer_allocation_gives_each_layer_one_core_by_lpt():
     assert np.unique([core[inst.layer == ly][0] for ly in top]).size == min(inst.m, top.size)
     with pytest.raises(ValueError, match="no 'spread' allocation"):
         list_cores(inst, "spread")
+
+
+@pytest.mark.parametrize("s", [(128, 128, 64, 64), (32, 32, 16, 16)])
+def test_the_stage_allocation_cuts_the_layers_in_order_into_pipeline_stages(s):
+    """Stages of consecutive layers, no more than the cores' speed, each on one core; a layer
+    of more than a stage's share is cut into parts of its own, its μops dealt over them."""
+    from npusched.methods.routed import stages
+
+    inst = fsrcnn(s)
+    stage = stages(inst)
+    least = np.where(inst.mask, inst.duration, np.inf).min(axis=1)
+    k = round(float(np.where(inst.mask, least[:, None] / inst.duration, 0).mean(axis=0).sum()))
+    layers = np.unique(inst.layer)
+    spans = [(stage[inst.layer == ly].min(), stage[inst.layer == ly].max()) for ly in layers]
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))  # in layer order
+    assert np.unique(stage).tolist() == list(range(stage.max() + 1))
+    work = np.bincount(inst.layer, weights=least)[layers]
+    whole = [ly for ly, (a, b) in zip(layers, spans, strict=True) if a == b]
+    heavy = [ly for ly, w in zip(layers, work, strict=True) if w > work.sum() / k]
+    assert set(heavy) | set(whole) == set(layers.tolist())
+    assert stage.max() + 1 <= max(k, len(heavy) + np.ceil(work.sum() / (work.sum() / k)))
+    for ly in heavy:  # its parts are its own and each takes its μops in turn
+        mine = stage[inst.layer == ly]
+        assert not np.isin(mine, stage[inst.layer != ly]).any()
+        assert np.unique(mine).size == min(np.ceil(work[layers == ly][0] * k / work.sum()),
+                                           mine.size)  # fmt: skip
+    core = list_cores(inst, "stages")
+    assert all(np.unique(core[stage == g]).size == 1 for g in np.unique(stage))
+    sched = memory_list_schedule(with_allocation(inst, "stages"))
+    assert check(inst, sched).ok
+
+
+@needs_shared
+def test_stages_overlap_layers_that_one_core_per_layer_leaves_in_sequence():
+    """FSRCNN (few heavy layers, in a chain) on Stream's TPU-like quad core: one core per layer
+    runs the chain's big layers one after the other on few cores; cut into stages the cores
+    share each heavy layer and the next starts while one ends, shorter on either priority."""
+    arch = load_arch(SHARED / "stream-oss" / "hardware" / "tpu_like_quad_core.yaml")
+    inst = partition_network(resolve_network("fsrcnn"), arch, "stream", cn={"OY": 4})
+    ms = {(how, p): memory_list_schedule(with_allocation(inst, how), p)
+          for how in ("layers", "stages") for p in ("latency", "memory")}  # fmt: skip
+    assert all(check(inst, x).ok for x in ms.values())
+    best = {how: min(x.makespan(inst) for (h, _), x in ms.items() if h == how)
+            for how in ("layers", "stages")}  # fmt: skip
+    assert best["stages"] < best["layers"]
+    assert memory_list_best(inst, ("latency", "memory"))[0].makespan(inst) <= best["stages"]
 
 
 def test_no_allocation_that_fits_is_the_lists_failure_not_bad_input(monkeypatch):
@@ -222,7 +269,7 @@ def test_the_allocations_in_two_processes_give_the_serial_schedule(s):
     assert won == "memory" and late.makespan(inst) == alone["memory"]
     assert check(inst, forked).ok
     lists = [memory_list_schedule(with_allocation(inst, how), "latency")
-             for how in ("weights", "routed", "layers")]  # fmt: skip
+             for how in ("weights", "routed", "layers", "stages")]  # fmt: skip
     assert serial.makespan(inst) == min(x.makespan(inst) for x in lists)
     res = solve(inst, "list", threads=2)  # the default: all three priorities, the shortest
     three = {p: memory_list_best(inst, p)[0].makespan(inst) for p in ("critical", *alone)}
