@@ -135,12 +135,22 @@ def searched_core(core: CoreSpec, loops: Mapping[str, int], elem_bytes: int = 1)
     utilisation, the one mapping Stream asks ZigZag's spatial mapping generator for
     (``nb_spatial_mappings_generated = 1``, its ``limit_unrolling_to_mem_bandwidth``). Where
     that leaves more cycles than the MACs need on the whole array, a mixed mapping (several
-    loops on one dimension, :func:`_mixed`) replaces it if strictly faster, as Stream 2.1.1 has
-    ZigZag try one wherever it fills more of the array and keeps the faster of the two; its
-    ``pe_unroll`` then has one key per unrolled loop. A register file shared over an array
-    dimension stays shared over that dimension's loops."""
+    loops on one dimension, :func:`_mixed`) replaces it if strictly faster; its ``pe_unroll``
+    then has one key per unrolled loop. A register file shared over an array dimension stays
+    shared over that dimension's loops. (The last of :func:`searched_cores`.)"""
+    return searched_cores(core, loops, elem_bytes)[-1]
+
+
+def searched_cores(core: CoreSpec, loops: Mapping[str, int], elem_bytes: int = 1
+                   ) -> tuple[CoreSpec, ...]:  # fmt: skip
+    """The spatial unrollings :func:`searched_core` weighs for a tile of ``loops``: the best of
+    one loop per array dimension and, where a mixed mapping takes strictly fewer
+    :func:`compute_cycles`, that one after it (a fixed core: itself alone). Stream 2.1.1 has
+    ZigZag cost both wherever the mixed one fills more of the array and keeps the one of
+    lower latency (its ``ZigZagCostEstimator``): a cost model that prices more than compute
+    (:class:`~npusched.costmodel.roofline.Roofline`) keeps the one it prices lower."""
     if core.unrolling != "searched" or any("*" in key for key in core.pe_unroll):
-        return core
+        return (core,)
     return _searched(core, tuple(sorted(loops.items())), elem_bytes)
 
 
@@ -180,9 +190,9 @@ Pairs = tuple[tuple[str, int], ...]
 
 
 @functools.lru_cache(maxsize=8192)
-def _searched(core: CoreSpec, loops: Pairs, elem_bytes: int) -> CoreSpec:
-    """:func:`searched_core`, memoised per core, tile loops and element bytes: the best single
-    loop per array dimension, else (where that leaves the array emptier than the MACs need) the
+def _searched(core: CoreSpec, loops: Pairs, elem_bytes: int) -> tuple[CoreSpec, ...]:
+    """:func:`searched_cores`, memoised per core, tile loops and element bytes: the best single
+    loop per array dimension, then (where that leaves the array emptier than the MACs need) the
     best mixed mapping (:func:`_mixed`) where it takes strictly fewer cycles."""
     extents = dict(loops)
     own = list(core.pe_unroll)
@@ -197,21 +207,27 @@ def _searched(core: CoreSpec, loops: Pairs, elem_bytes: int) -> CoreSpec:
         if best is None or rank < best[0]:
             best = (rank, unroll)
     assert best is not None
-    on_dim: dict[str, tuple[str, ...]] = {o: (k,) for o, k in zip(own, best[1], strict=True)}
-    floor = -(-macs(extents) // math.prod(sizes))
-    if best[0][0] > floor:
+    out = [_unrolled(core, best[1], {o: (k,) for o, k in zip(own, best[1], strict=True)})]
+    if best[0][0] > -(-macs(extents) // math.prod(sizes)):  # above the array's floor
         steps, mapping = _mixed(loops, tuple(core.pe_unroll.items()),
                                 tuple(tuple(sorted(c.items())) for c in caps))
         if steps < best[0][0]:
-            best = ((steps, 1), {d: f for dim in mapping for d, f in dim if f > 1})
-            on_dim = {o: tuple(d for d, f in dim if f > 1)
-                      for o, dim in zip(own, mapping, strict=True)}  # fmt: skip
-    if best[1] == core.pe_unroll:
+            out.append(_unrolled(core, {d: f for dim in mapping for d, f in dim if f > 1},
+                                 {o: tuple(d for d, f in dim if f > 1)
+                                  for o, dim in zip(own, mapping, strict=True)}))  # fmt: skip
+    return tuple(out)
+
+
+def _unrolled(core: CoreSpec, unroll: dict[str, int], on_dim: dict[str, tuple[str, ...]]
+              ) -> CoreSpec:  # fmt: skip
+    """``core`` unrolling ``unroll``, its registers shared over the loops ``on_dim`` puts on
+    the array dimensions they were shared over (``core`` itself where nothing changes)."""
+    if unroll == core.pe_unroll:
         return core
     registers = {op: dataclasses.replace(r, shared_over=tuple(
                      k for d in r.shared_over for k in on_dim.get(d, (d,))))
                  for op, r in core.registers.items()}  # fmt: skip
-    return dataclasses.replace(core, pe_unroll=best[1], registers=registers)
+    return dataclasses.replace(core, pe_unroll=unroll, registers=registers)
 
 
 @functools.lru_cache(maxsize=8192)

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from npusched.arch.model import Arch, CoreSpec, unroll_dims
-from npusched.costmodel.compute import searched_core, split_unrolling
+from npusched.costmodel.compute import searched_cores, split_unrolling
 from npusched.costmodel.shape import TileShape, psum_bytes
 
 GROUPS = {"K": ("K",), "C": ("C",), "P": ("OY", "OX"), "F": ("FY", "FX")}
@@ -104,8 +104,15 @@ class Roofline:
     def explain(self, shape: TileShape, core: CoreSpec) -> Breakdown:
         """The latency of ``shape`` on ``core`` and its parts (cached per shape and core); a
         core whose unrolling is searched takes the one
-        :func:`~npusched.costmodel.compute.searched_core` chooses."""
-        core = searched_core(core, self._loops(shape), self.elem)
+        :func:`~npusched.costmodel.compute.searched_cores` weighs, the lowest latency (ties:
+        the first, one loop per array dimension), as Stream keeps the faster of ZigZag's
+        single and mixed mappings."""
+        options = [self._priced(shape, c)
+                   for c in searched_cores(core, self._loops(shape), self.elem)]  # fmt: skip
+        return min(options, key=lambda b: b.latency)
+
+    def _priced(self, shape: TileShape, core: CoreSpec) -> Breakdown:
+        """:meth:`_explain` of ``shape`` on ``core`` with its unrolling, cached."""
         key = (shape.key(), tuple(sorted(core.pe_unroll.items())),
                tuple(sorted(core.registers.items())), core.sram_read_bytes_per_cycle,
                core.sram_write_bytes_per_cycle)  # fmt: skip
