@@ -12,7 +12,7 @@ from npusched.methods import solve
 from npusched.partition.api import partition_network, resolve_network
 from npusched.partition.instance import TooManyUops
 from npusched.problem.scheduling.machine_view import MachineView
-from npusched.search.cuts import HALVINGS, ROWS, cut_axes, cut_name, search_cut
+from npusched.search.cuts import HALVINGS, ROWS, cut_axes, cut_name, fewest_uops, search_cut
 from npusched.verify import check
 from npusched.workload.transformers import encoder_layer
 
@@ -56,7 +56,9 @@ def test_the_search_keeps_the_shortest_verified_cut(workload):
     net = encoder_layer("enc", 24, 32, 4, 64) if workload == "enc" else resolve_network(workload)
     arch = load_arch("stream-hetero")
     found = search_cut(net, arch, time_limit=60)
-    assert found.tried[0].cn == {}  # the default first
+    first = fewest_uops(net, MachineView.of(arch), cut_axes(net, MachineView.of(arch)))[0]
+    assert found.tried[0].cn == dict(first)  # the cut of fewest CNs first (a CNN: the default)
+    assert (workload == "lenet") == (first == ()) and {} in [t.cn for t in found.tried]
     spans = [t.makespan for t in found.tried if t.makespan is not None]
     assert len(found.tried) > 1 and found.result.objective == min(spans)
     kept = next(t for t in found.tried if t.cn == found.cn)
@@ -84,6 +86,33 @@ def test_the_search_stops_at_its_time_limit_after_the_default_cut():
     found = search_cut(net, arch, time_limit=1e-6)
     assert [t.cn for t in found.tried] == [{}] and not found.complete
     assert found.cn == {} and check(found.instance, found.result.solution).ok
+
+
+@pytest.mark.parametrize("arch_name", ["stream-hetero", "klotski-3x3"])
+def test_a_tensor_program_lists_its_cut_of_fewest_cns_first(arch_name):
+    """Of the default and the cuts along K or M alone, the one of fewest CNs (counted before
+    building, as built) is listed first and runs to its end however short the time; the
+    default, which has more, is left out once the time is up. A CNN starts at its default."""
+    net, arch = encoder_layer("enc", 24, 32, 4, 64), load_arch(arch_name)
+    view = MachineView.of(arch)
+    axes = cut_axes(net, view)
+    first, default = fewest_uops(net, view, axes)
+    counts = {}
+    for cut in [(), *(((a, v),) for a in ("K", "M") for v in axes[a] if v is not None)]:
+        try:
+            counts[cut] = partition_network(net, view, "stream", cn=dict(cut) or None).n
+        except ValueError:  # (a cut whose CNs fit no core)
+            continue
+    assert default == counts[()] and counts[first] == min(counts.values())
+    assert all(counts[c] > counts[first] for c in counts if list(counts).index(c)
+               < list(counts).index(first))  # fmt: skip  (ties: the first in order)
+    found = search_cut(net, view, time_limit=1e-6)
+    assert found.tried[0].cn == dict(first) and found.tried[0].uops == counts[first]
+    assert check(found.instance, found.result.solution).ok and not found.complete
+    if first:
+        assert all(t.cn for t in found.tried) and found.cn == dict(first)
+    assert fewest_uops(resolve_network("lenet"), view, cut_axes(resolve_network("lenet"))) \
+        == ((), None)
 
 
 def test_partition_command_searches_the_cut(tmp_path):
