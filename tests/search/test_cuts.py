@@ -12,7 +12,15 @@ from npusched.methods import solve
 from npusched.partition.api import partition_network, resolve_network
 from npusched.partition.instance import TooManyUops
 from npusched.problem.scheduling.machine_view import MachineView
-from npusched.search.cuts import HALVINGS, ROWS, cut_axes, cut_name, fewest_uops, search_cut
+from npusched.search.cuts import (
+    FIRST_SHARE,
+    HALVINGS,
+    ROWS,
+    cut_axes,
+    cut_name,
+    fewest_uops,
+    search_cut,
+)
 from npusched.verify import check
 from npusched.workload.transformers import encoder_layer
 
@@ -91,8 +99,9 @@ def test_the_search_stops_at_its_time_limit_after_the_default_cut():
 @pytest.mark.parametrize("arch_name", ["stream-hetero", "klotski-3x3"])
 def test_a_tensor_program_lists_its_cut_of_fewest_cns_first(arch_name):
     """Of the default and the cuts along K or M alone, the one of fewest CNs (counted before
-    building, as built) is listed first and runs to its end however short the time; the
-    default, which has more, is left out once the time is up. A CNN starts at its default."""
+    building, as built), where at most FIRST_SHARE of the default's, is listed first and runs
+    to its end however short the time; the default is left out once the time is up. A CNN
+    starts at its default."""
     net, arch = encoder_layer("enc", 24, 32, 4, 64), load_arch(arch_name)
     view = MachineView.of(arch)
     axes = cut_axes(net, view)
@@ -103,7 +112,9 @@ def test_a_tensor_program_lists_its_cut_of_fewest_cns_first(arch_name):
             counts[cut] = partition_network(net, view, "stream", cn=dict(cut) or None).n
         except ValueError:  # (a cut whose CNs fit no core)
             continue
-    assert default == counts[()] and counts[first] == min(counts.values())
+    least = min(counts.values())
+    assert default == counts[()]
+    assert counts[first] == least if least <= FIRST_SHARE * default else first == ()
     assert all(counts[c] > counts[first] for c in counts if list(counts).index(c)
                < list(counts).index(first))  # fmt: skip  (ties: the first in order)
     found = search_cut(net, view, time_limit=1e-6)
