@@ -146,6 +146,28 @@ def test_stages_overlap_layers_that_one_core_per_layer_leaves_in_sequence():
     assert memory_list_best(inst, ("latency", "memory"))[0].makespan(inst) <= best["stages"]
 
 
+def test_the_routed_allocation_stops_at_the_deadline_its_list_is_given():
+    """The routed list's allocation is a list of its own; past the deadline it raises, and the
+    memory-aware list on it is abandoned for the time, while the first allocation, which has
+    no deadline, still gives the schedule."""
+    import time
+
+    from npusched.heuristics.scheduling.memory_list import Abandoned
+    from npusched.heuristics.scheduling.routed_list import CHECK_EVERY, routed_list_schedule
+    from npusched.methods.routed import _allocation_list
+
+    inst = fsrcnn((32, 32, 16, 16))
+    assert inst.n > CHECK_EVERY
+    with pytest.raises(TimeoutError, match=f"after {CHECK_EVERY} of {inst.n}"):
+        routed_list_schedule(inst, until=time.perf_counter() - 1)
+    whole = routed_list_schedule(inst, until=time.perf_counter() + 600)
+    assert (whole.core == routed_list_schedule(inst).core).all()
+    late = _allocation_list(inst, "routed", "latency", None, time.perf_counter() + 1e-4)
+    assert isinstance(late, Abandoned) and "out of time while allocating" in str(late)
+    best, _ = memory_list_best(inst, "latency", deadline=time.perf_counter(), strict=True)
+    assert check(inst, best).ok
+
+
 def test_no_allocation_that_fits_is_the_lists_failure_not_bad_input(monkeypatch):
     """Where no allocation of the list can be fitted to the memories (here every one is the
     compute-only list's, which cannot be on this cut), ``solve`` returns the list's failure
@@ -154,7 +176,8 @@ def test_no_allocation_that_fits_is_the_lists_failure_not_bad_input(monkeypatch)
 
     inst = fsrcnn((128, 128, 32, 32))
     monkeypatch.setattr(routed, "list_cores",
-                        lambda instance, how: list_schedule(instance.base, "blevel").core)
+                        lambda instance, how, until=None: list_schedule(instance.base,
+                                                                        "blevel").core)
     res = solve(inst, "list")
     assert res.status.value == "error" and res.solution is None
     assert "no allocation of the list fits the memories" in res.message
@@ -284,7 +307,8 @@ def test_no_allocation_that_fits_fails_alike_in_two_processes(monkeypatch):
 
     inst = fsrcnn((128, 128, 32, 32))
     monkeypatch.setattr(routed, "list_cores",
-                        lambda instance, how: list_schedule(instance.base, "blevel").core)
+                        lambda instance, how, until=None: list_schedule(instance.base,
+                                                                        "blevel").core)
     with pytest.raises(MemoryDeadlock) as serial:
         memory_list_best(inst, "latency")
     with pytest.raises(MemoryDeadlock) as forked:

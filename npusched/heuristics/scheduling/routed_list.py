@@ -18,6 +18,7 @@ the booked window, which holds it.
 from __future__ import annotations
 
 import heapq
+import time
 from bisect import bisect_right
 
 import numpy as np
@@ -151,6 +152,9 @@ Booking = tuple[tuple[int, int], tuple[int, ...], int, int, tuple[int, ...]]
 """A transfer booked for a candidate core: (source, core), resources, start, cycles, lanes."""
 
 
+CHECK_EVERY = 64
+"""How many μops :func:`routed_list_schedule` places between two reads of the clock."""
+
 def timelines(topo: Topology) -> list[Line]:
     """One :class:`Timeline` per resource of ``topo``, :class:`Lanes` where it carries more
     than one transfer at once."""
@@ -173,8 +177,11 @@ def earliest(lines: list[Line], route: tuple[int, ...], r: int, d: int) -> int:
     return t
 
 
-def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") -> RoutedSchedule:
-    """A feasible :class:`RoutedSchedule` built greedily (see the module docstring)."""
+def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel",
+                         until: float | None = None) -> RoutedSchedule:  # fmt: skip
+    """A feasible :class:`RoutedSchedule` built greedily (see the module docstring). With
+    ``until`` (a ``time.perf_counter()`` value) it raises ``TimeoutError`` once that time has
+    passed (read every :data:`CHECK_EVERY` μops)."""
     g, topo, n, m = inst.graph, inst.topology, inst.n, inst.m
     dur = inst.duration.tolist()
     allowed = [np.flatnonzero(row).tolist() for row in inst.mask]
@@ -195,8 +202,12 @@ def routed_list_schedule(inst: RoutedInstance, priority: Priority = "blevel") ->
     indeg = np.diff(g.pred_ptr).copy()
     ready = [(-prio[i], int(i)) for i in np.flatnonzero(indeg == 0)]
     heapq.heapify(ready)
+    placed = 0
     while ready:
         _, i = heapq.heappop(ready)
+        placed += 1
+        if until is not None and placed % CHECK_EVERY == 0 and time.perf_counter() > until:
+            raise TimeoutError(f"the routed list ran out of time after {placed} of {n} μops")
         ins = [(src_of[e], bytes_of[e]) for e in in_edges[ptr[i] : ptr[i + 1]]]
         best: tuple[int, int, list[Booking]] | None = None
         for c in allowed[i]:
