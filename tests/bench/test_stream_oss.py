@@ -92,7 +92,8 @@ def test_at_equal_time_joint_gets_what_is_left_of_streams_wall(tmp_path, capsys)
         assert main(["--data", str(data), "--time-limit", "stream", "--json", str(out)]) == 0
         (row,) = json.loads(out.read_text())
         assert row["verified"] and row["joint_limit_s"] <= max(wall - row["search_s"], 0) + 0.1
-        assert row["cuts_tried"] >= 1 and row["default_list"] >= row["list"]
+        assert row["cuts_tried"] >= 1
+        assert row["default_list"] is None or row["default_list"] >= row["list"]
         if wall == 0:
             assert row["joint_limit_s"] == 0 and row["makespan"] == row["list"]
     (data / "reference.json").write_text(json.dumps([  # a hand-made entry without a wall
