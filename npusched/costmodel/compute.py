@@ -135,7 +135,7 @@ def searched_core(core: CoreSpec, loops: Mapping[str, int], elem_bytes: int = 1)
     utilisation, the one mapping Stream asks ZigZag's spatial mapping generator for
     (``nb_spatial_mappings_generated = 1``, its ``limit_unrolling_to_mem_bandwidth``). Where
     that leaves more cycles than the MACs need on the whole array, a mixed mapping (several
-    loops on one dimension, :func:`_mixed`) replaces it if strictly faster; its ``pe_unroll``
+    loops on one dimension, ``_mixed``) replaces it if strictly faster; its ``pe_unroll``
     then has one key per unrolled loop. A register file shared over an array dimension stays
     shared over that dimension's loops. (The last of :func:`searched_cores`.)"""
     return searched_cores(core, loops, elem_bytes)[-1]
